@@ -1,0 +1,22 @@
+"""attnbench's attention library: pure JAX functions, one registry.
+
+    import attention
+    mech = attention.get("softmax", dropout_rate=0.1)
+    params = mech.init(key, num_heads=8, head_dim=64)
+    out = mech.apply(params, q, k, v, mask=mask, key=key, train=True)
+
+Shapes follow `jax.nn.dot_product_attention`: q `[B, N, H, Dk]`, k `[B, M, H, Dk]`,
+v `[B, M, H, Dv]` -> `[B, N, H, Dv]`. Masks are boolean, True = attend.
+"""
+
+from attention import softmax  # noqa: F401  (registers "softmax")
+from attention.registry import (
+    Mechanism,
+    UnknownAttentionError,
+    defaults,
+    get,
+    names,
+    register,
+)
+
+__all__ = ["Mechanism", "UnknownAttentionError", "defaults", "get", "names", "register"]

@@ -1,0 +1,135 @@
+"""Registry of attention mechanisms: a name maps to `(init, apply)` plus default hyper-parameters.
+
+A mechanism is the optax-style pair of pure functions::
+
+    params = mech.init(key, num_heads=H, head_dim=D)      # plain arrays, possibly {}
+    out = mech.apply(params, q, k, v, mask=None, key=None, train=False, **inputs)
+
+with `q: [B, N, H, Dk]`, `k: [B, M, H, Dk]`, `v: [B, M, H, Dv]` -> `[B, N, H, Dv]` (the
+`jax.nn.dot_product_attention` layout). Hyper-parameters are bound by `get(name, **hparams)`;
+every one has a default, so `get(name)` always works.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["Mechanism", "UnknownAttentionError", "register", "get", "names", "defaults"]
+
+
+class UnknownAttentionError(KeyError):
+    """An attention name that is not registered (the message lists the known ones)."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0])
+
+
+@dataclasses.dataclass(frozen=True)
+class Mechanism:
+    """An attention mechanism with its hyper-parameters bound.
+
+    Attributes:
+      name: registry name.
+      hparams: the bound hyper-parameters (defaults updated by the caller's values).
+      init: `init(key, *, num_heads, head_dim, **shape) -> params` (a pytree of arrays).
+      apply: `apply(params, q, k, v, *, mask=None, key=None, train=False, **inputs) -> out`.
+    """
+
+    name: str
+    hparams: Mapping[str, Any]
+    init: Callable[..., Any]
+    apply: Callable[..., Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    init: Callable[..., Any]
+    apply: Callable[..., Any]
+    defaults: Mapping[str, Any]
+    doc: str
+
+
+_REGISTRY: dict[str, _Entry] = {}
+
+
+def _no_params(key, *, num_heads: int, head_dim: int, **shape) -> dict:
+    del key, num_heads, head_dim, shape
+    return {}
+
+
+def register(
+    name: str,
+    *,
+    apply: Callable[..., Any],
+    init: Callable[..., Any] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+    doc: str = "",
+) -> None:
+    """Registers a mechanism.
+
+    Args:
+      name: the registry name (unique).
+      apply: pure function `apply(params, q, k, v, *, mask, key, train, **hparams, **inputs)`.
+      init: pure function creating the mechanism's own parameters; `None` means it has none.
+      defaults: every hyper-parameter `apply`/`init` accept, with its default value.
+      doc: one line shown by `describe()`.
+    """
+    if name in _REGISTRY:
+        raise ValueError(f"attention mechanism {name!r} is already registered")
+    _REGISTRY[name] = _Entry(init or _no_params, apply, dict(defaults or {}), doc)
+
+
+def names() -> list[str]:
+    """The registered mechanism names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def _entry(name: str) -> _Entry:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownAttentionError(
+            f"unknown attention {name!r}; known mechanisms: {', '.join(names())}"
+        ) from None
+
+
+def defaults(name: str) -> dict[str, Any]:
+    """The default hyper-parameters of `name` (a fresh dict)."""
+    return dict(_entry(name).defaults)
+
+
+def get(name: str, **hparams: Any) -> Mechanism:
+    """Returns mechanism `name` with `hparams` bound over its defaults.
+
+    Raises:
+      UnknownAttentionError: `name` is not registered.
+      TypeError: a hyper-parameter `name` does not have (the message lists the valid ones).
+    """
+    entry = _entry(name)
+    unknown = sorted(set(hparams) - set(entry.defaults))
+    if unknown:
+        valid = ", ".join(sorted(entry.defaults)) or "none"
+        raise TypeError(
+            f"attention {name!r} has no hyper-parameter(s) {', '.join(unknown)}; valid: {valid}"
+        )
+    bound = {**entry.defaults, **hparams}
+    init_kw = {k: v for k, v in bound.items() if k in _init_kwargs(entry.init)}
+    return Mechanism(
+        name=name,
+        hparams=bound,
+        init=functools.partial(entry.init, **init_kw) if init_kw else entry.init,
+        apply=functools.partial(entry.apply, **bound),
+    )
+
+
+def _init_kwargs(fn: Callable[..., Any]) -> set[str]:
+    import inspect
+
+    return {
+        p.name
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    }

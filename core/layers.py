@@ -1,0 +1,255 @@
+"""Flax NNX building blocks shared by every domain: the attention layer, the pre-LN Transformer
+encoder, position encodings, pooling and the classifier head.
+
+Randomness is explicit: modules take `key` (a PRNG key) and `train` in `__call__`, and derive
+per-layer keys with `fold_in`. No RNG state lives in a module, so a model's state is its
+parameters alone and a run resumes exactly from (params, optimizer state, step).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+import attention
+
+__all__ = [
+    "dropout",
+    "sinusoidal_positions",
+    "Attention",
+    "MlpBlock",
+    "EncoderBlock",
+    "TransformerEncoder",
+    "pool",
+    "ClassifierHead",
+]
+
+_xavier = nnx.initializers.xavier_uniform()
+
+
+def dropout(x, rate: float, key, train: bool):
+    """Inverted dropout with an explicit key; identity when not training or rate == 0."""
+    if not train or rate == 0.0:
+        return x
+    if key is None:
+        raise ValueError("dropout with train=True needs a PRNG key")
+    keep = jax.random.bernoulli(key, 1.0 - rate, x.shape)
+    return jnp.where(keep, x / (1.0 - rate), 0.0).astype(x.dtype)
+
+
+def _split(key, n: int):
+    return [None] * n if key is None else list(jax.random.split(key, n))
+
+
+@functools.lru_cache(maxsize=16)
+def sinusoidal_positions(max_len: int, dim: int) -> np.ndarray:
+    """The fixed encoding of the LRA/flax examples: sin in the first half, cos in the second.
+
+    Returns `[max_len, dim]` float32.
+    """
+    pos = np.arange(max_len)[:, None]
+    div = np.exp(np.arange(0, dim, 2) * -(np.log(10000.0) / dim))
+    pe = np.zeros((max_len, dim), np.float32)
+    pe[:, : dim // 2] = np.sin(pos * div)[:, : dim // 2]
+    pe[:, dim // 2 :] = np.cos(pos * div)[:, : dim - dim // 2]
+    return pe
+
+
+class Attention(nnx.Module):
+    """Multi-head self-attention whose core is a registered `attention` mechanism.
+
+    q/k/v/out projections (xavier-uniform, no bias, as LRA) around `mechanism.apply`; the
+    mechanism's own parameters (if any) are `nnx.Param`s under `self.mechanism_params`.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int,
+        qkv_dim: int,
+        mechanism: attention.Mechanism,
+        *,
+        max_len: int | None = None,
+        dtype=jnp.float32,
+        rngs: nnx.Rngs,
+    ):
+        if qkv_dim % num_heads:
+            raise ValueError(f"qkv_dim {qkv_dim} is not divisible by num_heads {num_heads}")
+        head_dim = qkv_dim // num_heads
+        self.mechanism = mechanism
+        proj = lambda: nnx.LinearGeneral(
+            dim, (num_heads, head_dim), use_bias=False, kernel_init=_xavier, dtype=dtype, rngs=rngs
+        )
+        self.query, self.key, self.value = proj(), proj(), proj()
+        self.out = nnx.LinearGeneral(
+            (num_heads, head_dim),
+            dim,
+            axis=(-2, -1),
+            use_bias=False,
+            kernel_init=_xavier,
+            dtype=dtype,
+            rngs=rngs,
+        )
+        params = mechanism.init(
+            rngs.params(), num_heads=num_heads, head_dim=head_dim, max_len=max_len
+        )
+        self.mechanism_params = nnx.data(jax.tree.map(nnx.Param, params))
+
+    def __call__(self, x, *, mask=None, train: bool = False, key=None, **inputs):
+        """x: `[B, N, dim]`, mask: key padding `[B, N]` or `[B, H, N, N]` -> `[B, N, dim]`."""
+        params = jax.tree.map(lambda p: p[...], self.mechanism_params)
+        out = self.mechanism.apply(
+            params,
+            self.query(x),
+            self.key(x),
+            self.value(x),
+            mask=mask,
+            key=key,
+            train=train,
+            **inputs,
+        )
+        return self.out(out)
+
+
+class MlpBlock(nnx.Module):
+    """Dense -> GELU -> dropout -> Dense -> dropout (the LRA MlpBlock)."""
+
+    def __init__(self, dim: int, mlp_dim: int, dropout_rate: float, *, dtype, rngs: nnx.Rngs):
+        self.fc1 = nnx.Linear(dim, mlp_dim, kernel_init=_xavier, dtype=dtype, rngs=rngs)
+        self.fc2 = nnx.Linear(mlp_dim, dim, kernel_init=_xavier, dtype=dtype, rngs=rngs)
+        self.rate = dropout_rate
+
+    def __call__(self, x, *, train: bool, key=None):
+        k1, k2 = _split(key, 2)
+        x = dropout(jax.nn.gelu(self.fc1(x)), self.rate, k1, train)
+        return dropout(self.fc2(x), self.rate, k2, train)
+
+
+class EncoderBlock(nnx.Module):
+    """Pre-LN block: x + drop(attn(LN(x))); x + mlp(LN(x))."""
+
+    def __init__(
+        self,
+        dim,
+        num_heads,
+        qkv_dim,
+        mlp_dim,
+        dropout_rate,
+        mechanism,
+        *,
+        max_len,
+        dtype,
+        rngs: nnx.Rngs,
+    ):
+        self.ln1 = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
+        self.attn = Attention(
+            dim, num_heads, qkv_dim, mechanism, max_len=max_len, dtype=dtype, rngs=rngs
+        )
+        self.ln2 = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
+        self.mlp = MlpBlock(dim, mlp_dim, dropout_rate, dtype=dtype, rngs=rngs)
+        self.rate = dropout_rate
+
+    def __call__(self, x, *, mask=None, train: bool = False, key=None, **inputs):
+        k_attn, k_drop, k_mlp = _split(key, 3)
+        h = self.attn(self.ln1(x), mask=mask, train=train, key=k_attn, **inputs)
+        x = x + dropout(h, self.rate, k_drop, train)
+        return x + self.mlp(self.ln2(x), train=train, key=k_mlp)
+
+
+class TransformerEncoder(nnx.Module):
+    """Positions + dropout + `num_layers` pre-LN blocks + final LayerNorm, on embedded inputs.
+
+    Args (constructor):
+      attention_cfg: mapping with `name` and the mechanism's hyper-parameters.
+      positions: "sinusoidal" (fixed) or "learned" (normal(0.02) init) or "none".
+      max_len: the longest sequence (including any CLS token).
+    """
+
+    def __init__(
+        self,
+        *,
+        num_layers: int,
+        dim: int,
+        num_heads: int,
+        qkv_dim: int,
+        mlp_dim: int,
+        dropout_rate: float,
+        attention_cfg,
+        max_len: int,
+        positions: str = "sinusoidal",
+        dtype=jnp.float32,
+        rngs: nnx.Rngs,
+    ):
+        hparams = dict(
+            attention_cfg.to_dict() if hasattr(attention_cfg, "to_dict") else attention_cfg
+        )
+        mechanism = attention.get(hparams.pop("name"), **hparams)
+        if positions not in ("sinusoidal", "learned", "none"):
+            raise ValueError(f"unknown positions {positions!r}; known: sinusoidal, learned, none")
+        self.positions = positions
+        if positions == "learned":
+            self.pos_embedding = nnx.Param(
+                nnx.initializers.normal(0.02)(rngs.params(), (max_len, dim))
+            )
+        self.blocks = nnx.List(
+            [
+                EncoderBlock(
+                    dim,
+                    num_heads,
+                    qkv_dim,
+                    mlp_dim,
+                    dropout_rate,
+                    mechanism,
+                    max_len=max_len,
+                    dtype=dtype,
+                    rngs=rngs,
+                )
+                for _ in range(num_layers)
+            ]
+        )
+        self.norm = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
+        self.rate = dropout_rate
+        self.max_len = max_len
+
+    def __call__(self, x, *, mask=None, train: bool = False, key=None, **inputs):
+        """x: `[B, N, dim]` embedded tokens, mask: `[B, N]` True for real tokens."""
+        n = x.shape[1]
+        if n > self.max_len:
+            raise ValueError(f"sequence length {n} exceeds the encoder's max_len {self.max_len}")
+        keys = _split(key, len(self.blocks) + 1)
+        if self.positions == "sinusoidal":  # a compile-time constant, not a parameter
+            x = x + sinusoidal_positions(self.max_len, x.shape[-1])[:n].astype(x.dtype)
+        elif self.positions == "learned":
+            x = x + self.pos_embedding[...][:n]
+        x = dropout(x, self.rate, keys[0], train)
+        for block, k in zip(self.blocks, keys[1:], strict=True):
+            x = block(x, mask=mask, train=train, key=k, **inputs)
+        return self.norm(x)
+
+
+def pool(x, mask, mode: str):
+    """`[B, N, D]` -> `[B, D]` by "cls" (first token), "mean" or "sum" over real tokens."""
+    if mode == "cls":
+        return x[:, 0]
+    weights = jnp.ones(x.shape[:2], x.dtype) if mask is None else mask.astype(x.dtype)
+    total = jnp.einsum("bnd,bn->bd", x, weights)
+    if mode == "sum":
+        return total
+    if mode == "mean":
+        return total / jnp.maximum(weights.sum(axis=1, keepdims=True), 1.0)
+    raise ValueError(f"unknown pooling {mode!r}; known: cls, mean, sum")
+
+
+class ClassifierHead(nnx.Module):
+    """Dense(mlp_dim) -> ReLU -> Dense(num_classes), the LRA classifier head."""
+
+    def __init__(self, dim: int, mlp_dim: int, num_classes: int, *, rngs: nnx.Rngs):
+        self.hidden = nnx.Linear(dim, mlp_dim, rngs=rngs)
+        self.logits = nnx.Linear(mlp_dim, num_classes, rngs=rngs)
+
+    def __call__(self, x):
+        return self.logits(jax.nn.relu(self.hidden(x)))

@@ -1,0 +1,132 @@
+"""The Task protocol and its registry: how a domain plugs into the one trainer.
+
+`config.task = "lra.listops"` resolves by importing the domain package's `tasks` module
+(`lra.tasks`), which registers its tasks with `@register("lra.listops")`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import numpy as np
+
+__all__ = [
+    "Split",
+    "Data",
+    "Task",
+    "register",
+    "get",
+    "names",
+    "UnknownTaskError",
+    "classification_loss",
+]
+
+
+class UnknownTaskError(KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """One split as in-memory arrays sharing their leading (example) dimension."""
+
+    arrays: Mapping[str, np.ndarray]
+
+    def __post_init__(self):
+        sizes = {k: len(v) for k, v in self.arrays.items()}
+        if len(set(sizes.values())) != 1:
+            raise ValueError(f"split arrays disagree on the number of examples: {sizes}")
+
+    def __len__(self) -> int:
+        return len(next(iter(self.arrays.values())))
+
+
+@dataclasses.dataclass(frozen=True)
+class Data:
+    """A task's data.
+
+    Attributes:
+      train, val, test: the splits.
+      source: "official" (the paper's data), "generated" (the benchmark's own generator, e.g.
+        ListOps), or "standin" (an offline substitute). Reported in every summary and table.
+      description: where the data came from (paths, generator parameters), for the summary.
+    """
+
+    train: Split
+    val: Split
+    test: Split
+    source: str
+    description: Mapping[str, Any]
+
+
+class Task(Protocol):
+    """What a domain provides. Metrics are `{name: (sum, count)}` so they reduce across devices
+    and batches by adding; batches carry a `weight` array ([B], 0 for padding examples)."""
+
+    def load_data(self, config) -> Data: ...
+
+    def build_model(self, config, rngs) -> Any: ...
+
+    def loss_and_metrics(self, model, batch, *, train: bool, key) -> tuple[Any, dict]: ...
+
+
+_TASKS: dict[str, Callable[[], Task]] = {}
+_DOMAINS = ("lra", "vision", "graphs", "pointcloud")
+
+
+def register(name: str):
+    """Class/factory decorator registering a task under `name` ("<domain>.<task>")."""
+
+    def deco(factory):
+        if name in _TASKS:
+            raise ValueError(f"task {name!r} is already registered")
+        _TASKS[name] = factory
+        return factory
+
+    return deco
+
+
+def _import_domains():
+    for domain in _DOMAINS:
+        try:
+            importlib.import_module(f"{domain}.tasks")
+        except ModuleNotFoundError as e:
+            if e.name not in (domain, f"{domain}.tasks"):
+                raise
+
+
+def names() -> list[str]:
+    _import_domains()
+    return sorted(_TASKS)
+
+
+def get(name: str) -> Task:
+    """Returns a fresh instance of task `name`; an unknown name lists the known ones."""
+    domain = name.split(".")[0]
+    if name not in _TASKS and domain in _DOMAINS:
+        try:
+            importlib.import_module(f"{domain}.tasks")
+        except ModuleNotFoundError as e:
+            if e.name not in (domain, f"{domain}.tasks"):
+                raise
+    if name not in _TASKS:
+        raise UnknownTaskError(f"unknown task {name!r}; known tasks: {', '.join(names())}")
+    return _TASKS[name]()
+
+
+def classification_loss(logits, labels, weight):
+    """Weighted softmax cross-entropy and accuracy as `(mean loss, {name: (sum, count)})`."""
+    import jax.numpy as jnp
+    import optax
+
+    weight = weight.astype(jnp.float32)
+    losses = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), labels)
+    correct = (jnp.argmax(logits, -1) == labels).astype(jnp.float32)
+    count = weight.sum()
+    loss_sum = (losses * weight).sum()
+    metrics = {"loss": (loss_sum, count), "accuracy": ((correct * weight).sum(), count)}
+    return loss_sum / jnp.maximum(count, 1.0), metrics

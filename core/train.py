@@ -1,0 +1,392 @@
+"""The one trainer: `train_and_evaluate(config, workdir) -> summary`.
+
+Sections: setup and logging; device mesh; data; model and optimizer; restore; jitted steps;
+evaluation; loop; final summary. A run killed at any point and restarted with the same workdir
+resumes from its latest checkpoint and ends with the same parameters and metrics as an
+uninterrupted run (same seed, same devices).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+from flax import nnx
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from core import checkpoint, data, io, optim, tasks
+
+__all__ = ["train_and_evaluate", "NonFiniteLossError", "SUMMARY_SCHEMA_VERSION"]
+
+SUMMARY_SCHEMA_VERSION = 1
+# Fault injection for the resume tests: SIGKILL this process right after finishing this step.
+_KILL_ENV = "ATTNBENCH_KILL_AT_STEP"
+
+
+class NonFiniteLossError(RuntimeError):
+    """Training produced a NaN/inf loss or gradient; the run stops, keeping the last good
+    checkpoint."""
+
+
+def _log(msg: str) -> None:
+    if jax.process_index() == 0:
+        print(msg, flush=True)
+
+
+def _fmt_time(seconds: float) -> str:
+    seconds = int(max(seconds, 0))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
+
+
+def _reduce(sums: dict) -> dict:
+    """`{name: (sum, count)}` -> `{name: sum / count}`."""
+    return {k: float(s) / max(float(c), 1.0) for k, (s, c) in sums.items()}
+
+
+def _majority_rate(split: tasks.Split) -> float | None:
+    labels = split.arrays.get("label")
+    if labels is None or labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+        return None
+    return float(np.bincount(labels).max() / len(labels))
+
+
+def _check_config(config, workdir: pathlib.Path) -> None:
+    """Refuses to resume a workdir that was started with a different config."""
+    path = workdir / "config.json"
+    if path.exists():
+        old = json.loads(path.read_text())
+        new = json.loads(json.dumps(config.to_dict(), default=str))
+        if old != new:
+            diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+            raise ValueError(
+                f"{workdir} holds a run with a different config (sections differ: "
+                f"{', '.join(diff)}); use a new --workdir or the same config"
+            )
+    else:
+        io.write_json(path, config.to_dict())
+
+
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
+    """Trains `config.task` with `config`, evaluating and checkpointing in `workdir`.
+
+    Returns the summary (also written to `workdir/summary.json`). A finished workdir returns its
+    summary without training again.
+    """
+    # ---- setup and logging -------------------------------------------------------------
+    wall_start = time.perf_counter()
+    if config.multihost:
+        jax.distributed.initialize()
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    if (workdir / "summary.json").exists():
+        _log(f"{workdir} is finished; returning its summary")
+        return json.loads((workdir / "summary.json").read_text())
+    _check_config(config, workdir)
+    task = tasks.get(config.task)
+    kill_at = int(os.environ.get(_KILL_ENV, "0") or 0)
+
+    # ---- device mesh ---------------------------------------------------------------------
+    n_dev = jax.device_count()
+    for name in ("batch_size", "eval_batch_size"):
+        if config[name] % n_dev:
+            raise ValueError(
+                f"config.{name}={config[name]} is not divisible by the {n_dev} devices"
+            )
+    # Auto axes: GSPMD propagates the batch sharding (Explicit would need annotations in models).
+    mesh = jax.make_mesh((n_dev,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+    replicated = NamedSharding(mesh, P())
+    batch_sharding = NamedSharding(mesh, P("data"))
+    pid, nproc = jax.process_index(), jax.process_count()
+
+    def to_device(batch):
+        return jax.tree.map(
+            lambda x: jax.make_array_from_process_local_data(batch_sharding, x), batch
+        )
+
+    # ---- data ------------------------------------------------------------------------------
+    t0 = time.perf_counter()
+    ds = task.load_data(config)
+    _log(
+        f"data: {ds.source}, train {len(ds.train)} / val {len(ds.val)} / test {len(ds.test)} "
+        f"examples ({time.perf_counter() - t0:.1f}s)"
+    )
+    train_iter = data.train_iterator(
+        ds.train,
+        batch_size=config.batch_size,
+        seed=config.seed,
+        process_index=pid,
+        process_count=nproc,
+    )
+
+    # ---- model and optimizer ---------------------------------------------------------------
+    model = task.build_model(config, nnx.Rngs(params=config.seed))
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    if jax.tree.leaves(rest):
+        raise ValueError("models must keep all state in nnx.Param (found other variables)")
+    params = nnx.to_pure_dict(params)
+    num_params = int(sum(x.size for x in jax.tree.leaves(params)))
+    optimizer, schedule = optim.make_optimizer(config, config.total_steps)
+    state = {
+        "step": jnp.zeros((), jnp.int32),
+        "params": params,
+        "opt_state": optimizer.init(params),
+    }
+    state = jax.device_put(state, replicated)
+    _log(
+        f"model: {num_params:,} parameters, attention {config.attention.name}; "
+        f"{n_dev} {jax.devices()[0].platform} device(s)"
+    )
+
+    # ---- restore ---------------------------------------------------------------------------
+    ckpts = checkpoint.Checkpoints(workdir / "checkpoints", use_async=config.async_checkpoints)
+    meta = {"best_value": None, "best_step": None, "val_history": []}
+    restored = ckpts.restore_latest(checkpoint.abstract(state))
+    if restored is not None:
+        state, data_state, meta = restored
+        train_iter.set_state(data_state)
+        _log(f"resumed from step {int(state['step'])}")
+    start_step = int(state["step"])
+    _truncate_metrics(workdir / "metrics.jsonl", start_step)
+
+    # ---- jitted steps ----------------------------------------------------------------------
+    base_key = jax.random.key(config.seed)
+
+    def train_step(state, batch):
+        key = jax.random.fold_in(base_key, state["step"])
+
+        def loss_fn(params):
+            return task.loss_and_metrics(nnx.merge(graphdef, params), batch, train=True, key=key)
+
+        (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state["params"])
+        updates, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
+        params = jax.tree.map(jnp.add, state["params"], updates)
+        metrics = dict(
+            metrics, train_loss=loss, grad_norm=_global_norm(grads), lr=schedule(state["step"])
+        )
+        return {"step": state["step"] + 1, "params": params, "opt_state": opt_state}, metrics
+
+    def eval_step(params, batch):
+        return task.loss_and_metrics(nnx.merge(graphdef, params), batch, train=False, key=None)[1]
+
+    state_sharding = jax.tree.map(lambda _: replicated, state)
+    train_step = jax.jit(
+        train_step,
+        in_shardings=(state_sharding, batch_sharding),
+        out_shardings=(state_sharding, replicated),
+        donate_argnums=0,
+    )
+    eval_step = jax.jit(eval_step, out_shardings=replicated)
+
+    # ---- evaluation --------------------------------------------------------------------------
+    def evaluate(params, split: tasks.Split) -> dict:
+        totals = None
+        for batch in data.eval_batches(
+            split, batch_size=config.eval_batch_size, process_index=pid, process_count=nproc
+        ):
+            sums = eval_step(params, to_device(batch))
+            totals = sums if totals is None else jax.tree.map(jnp.add, totals, sums)
+        out = _reduce(jax.device_get(totals))
+        out["num_examples"] = len(split)
+        return out
+
+    # ---- loop ------------------------------------------------------------------------------
+    metrics_file = open(workdir / "metrics.jsonl", "a")  # noqa: SIM115 (closed below)
+    pending: list[tuple[int, dict]] = []
+    step, last_saved = start_step, start_step
+    timed_steps, timed_seconds = 0, 0.0
+    last_timing = [0, 0.0]  # (timed_steps, timed_seconds) at the previous log line
+    total = config.total_steps
+
+    def flush() -> None:
+        """Checks the buffered steps for non-finite values and logs their averages."""
+        if not pending:
+            return
+        host = jax.device_get([m for _, m in pending])
+        for (s, _), m in zip(pending, host, strict=True):
+            bad = [k for k in ("train_loss", "grad_norm") if not np.isfinite(m[k])]
+            if bad:
+                ckpts.wait()
+                raise NonFiniteLossError(
+                    f"non-finite {' and '.join(bad)} at step {s} "
+                    f"({', '.join(f'{k}={m[k]}' for k in bad)}); stopped. The last good "
+                    f"checkpoint is step {ckpts.latest_step()} in {ckpts.directory}. Try a lower "
+                    "learning rate or gradient clipping (config.optimizer.grad_clip_norm)."
+                )
+        sums = {
+            k: (sum(m[k][0] for m in host), sum(m[k][1] for m in host))
+            for k in host[0]
+            if isinstance(host[0][k], tuple)
+        }
+        record = {
+            "step": pending[-1][0],
+            "split": "train",
+            **_reduce(sums),
+            "grad_norm": float(np.mean([m["grad_norm"] for m in host])),
+            "lr": float(host[-1]["lr"]),
+        }
+        now = (timed_steps, timed_seconds)
+        d_steps, d_secs = now[0] - last_timing[0], now[1] - last_timing[1]
+        last_timing[:] = now
+        rate = d_steps / d_secs if d_steps and d_secs > 0 else None  # this interval
+        record["steps_per_s"] = rate
+        record["examples_per_s"] = rate * config.batch_size if rate else None
+        metrics_file.write(json.dumps(record) + "\n")
+        metrics_file.flush()
+        mean_rate = timed_steps / timed_seconds if timed_steps and timed_seconds > 0 else None
+        eta = _fmt_time((total - record["step"]) / mean_rate) if mean_rate else "?"
+        extra = "".join(f" | {k} {record[k]:.4f}" for k in sums if k != "loss")
+        speed = f"{rate * config.batch_size:.1f} ex/s | {rate:.2f} steps/s" if rate else "compiling"
+        _log(
+            f"step {record['step']}/{total} | loss {record['loss']:.4f}{extra} | {speed} | "
+            f"ETA {eta}"
+        )
+        pending.clear()
+
+    def eval_and_checkpoint() -> None:
+        nonlocal last_saved
+        val = evaluate(state["params"], ds.val)
+        value = val[config.best_metric]
+        better = meta["best_value"] is None or (
+            value > meta["best_value"] if config.best_mode == "max" else value < meta["best_value"]
+        )
+        if better:
+            meta["best_value"], meta["best_step"] = value, step
+        meta["val_history"].append({"step": step, **val})
+        metrics_file.write(json.dumps({"step": step, "split": "val", **val}) + "\n")
+        metrics_file.flush()
+        _log(
+            f"  val @ {step}: "
+            + ", ".join(f"{k} {v:.4f}" for k, v in val.items() if k != "num_examples")
+            + (" (best)" if better else "")
+        )
+        ckpts.save(step, state, train_iter.get_state(), meta, best=better)
+        last_saved = step
+
+    if step < total:
+        _log(f"training steps {step + 1}..{total}, batch {config.batch_size}")
+    while step < total:
+        t_step = time.perf_counter()
+        batch = to_device(next(train_iter))
+        state, metrics = train_step(state, batch)
+        step += 1
+        pending.append((step, metrics))
+        if step == start_step + 1:
+            jax.block_until_ready(state)  # the first step compiles: keep it out of the rates
+        else:
+            timed_steps += 1
+        at_eval = step % config.eval_every == 0 or step == total
+        if step % config.log_every == 0 or at_eval:
+            flush()
+        if step != start_step + 1:
+            timed_seconds += time.perf_counter() - t_step
+        if at_eval:
+            eval_and_checkpoint()
+        if step == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+    flush()
+    if last_saved != step:  # e.g. resumed a finished-but-unsummarised run
+        eval_and_checkpoint()
+    ckpts.wait()
+    metrics_file.close()
+
+    # ---- final summary ---------------------------------------------------------------------
+    test_last = evaluate(state["params"], ds.test)
+    best_step, best_params = ckpts.restore_best_params(checkpoint.abstract(state["params"]))
+    test_best = evaluate(best_params, ds.test)
+    val_last = meta["val_history"][-1]
+    val_best = next(v for v in meta["val_history"] if v["step"] == best_step)
+    ckpts.close()
+    rate = timed_steps / timed_seconds if timed_seconds else None
+    summary = {
+        "schema_version": SUMMARY_SCHEMA_VERSION,
+        "task": config.task,
+        "attention": config.attention.to_dict(),
+        "preset": config.get("preset"),
+        "steps": step,
+        "best_step": best_step,
+        "metrics": {
+            "val_last": _strip(val_last),
+            "val_best": _strip(val_best),
+            "test_last": test_last,
+            "test_best": test_best,
+        },
+        "num_examples": {"train": len(ds.train), "val": len(ds.val), "test": len(ds.test)},
+        "reference": {
+            "majority_class_rate": {
+                s: _majority_rate(getattr(ds, s)) for s in ("train", "val", "test")
+            }
+        },
+        "data": {"source": ds.source, **ds.description},
+        "throughput": {
+            "steps_per_s": rate,
+            "examples_per_s": rate * config.batch_size if rate else None,
+            "timed_steps": timed_steps,
+            "note": "this process's steps, "
+            "excluding the first (compile), evaluation and checkpointing",
+        },
+        "wall_time_s": time.perf_counter() - wall_start,
+        "num_params": num_params,
+        "device": io.device_info(),
+        "versions": io.versions(),
+        "git_revision": io.git_revision(),
+        "command": " ".join(sys.argv),
+    }
+    if pid == 0:
+        io.write_json(workdir / "summary.json", summary)
+    _log(_summary_text(summary))
+    return summary
+
+
+def _strip(record: dict) -> dict:
+    return {k: v for k, v in record.items() if k != "step"}
+
+
+def _global_norm(tree):
+    return jnp.sqrt(sum(jnp.sum(jnp.square(x.astype(jnp.float32))) for x in jax.tree.leaves(tree)))
+
+
+def _truncate_metrics(path: pathlib.Path, step: int) -> None:
+    """Drops log lines past the checkpoint being resumed (they are recomputed identically)."""
+    if not path.exists():
+        return
+    lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
+    kept = []
+    for ln in lines:
+        try:
+            if json.loads(ln)["step"] <= step:
+                kept.append(ln)
+        except (json.JSONDecodeError, KeyError):
+            pass  # a line cut by a kill
+    io.write_text(path, "".join(k + "\n" for k in kept))
+
+
+def _summary_text(s: dict) -> str:
+    m = s["metrics"]
+    lines = [
+        f"summary ({s['task']}, attention {s['attention']['name']}, "
+        f"data {s['data']['source']}, {s['steps']} steps):"
+    ]
+    for name in ("val_last", "val_best", "test_last", "test_best"):
+        vals = ", ".join(f"{k} {v:.4f}" for k, v in m[name].items() if k != "num_examples")
+        lines.append(f"  {name:10s} {vals}  (n={m[name]['num_examples']})")
+    maj = s["reference"]["majority_class_rate"].get("test")
+    if maj is not None:
+        lines.append(f"  majority-class rate (test): {maj:.4f}")
+    tp = s["throughput"]
+    if tp["steps_per_s"]:
+        lines.append(
+            f"  {tp['steps_per_s']:.2f} steps/s, {tp['examples_per_s']:.1f} examples/s, "
+            f"wall {_fmt_time(s['wall_time_s'])}, best step {s['best_step']}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,165 @@
+"""The trainer end to end on the ListOps smoke preset: outputs, resume identity, devices,
+non-finite stops."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+
+from core import config as config_lib
+from core import train
+from tests.conftest import ROOT
+
+SMOKE = "configs/lra/listops.py:preset=smoke"
+
+
+def _run_cli(workdir, *extra, env=None, devices=1):
+    env = dict(os.environ, **(env or {}))
+    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    env["JAX_PLATFORMS"] = "cpu"
+    cmd = [
+        sys.executable,
+        "-m",
+        "scripts.train",
+        f"--config={SMOKE}",
+        f"--workdir={workdir}",
+        *extra,
+    ]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _records(workdir, split):
+    lines = pathlib.Path(workdir, "metrics.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r["split"] == split]
+
+
+def _final_params(workdir, step):
+    state = ocp.PyTreeCheckpointer().restore(
+        pathlib.Path(workdir, "checkpoints", "latest", str(step), "state").absolute()
+    )
+    return state["params"]
+
+
+def test_smoke_run_writes_config_metrics_and_summary(tmp_path):
+    config = config_lib.load(SMOKE)
+    summary = train.train_and_evaluate(config, tmp_path)
+    on_disk = json.loads((tmp_path / "summary.json").read_text())
+    assert on_disk == json.loads(json.dumps(summary))
+    assert summary["schema_version"] == train.SUMMARY_SCHEMA_VERSION
+    assert summary["steps"] == config.total_steps
+    assert summary["num_examples"] == {"train": 256, "val": 64, "test": 64}
+    for name in ("val_last", "val_best", "test_last", "test_best"):
+        assert 0.0 <= summary["metrics"][name]["accuracy"] <= 1.0
+    assert summary["metrics"]["test_last"]["num_examples"] == 64
+    assert summary["data"]["source"] == "generated"
+    assert summary["device"]["count"] >= 1 and summary["device"]["kind"]
+    assert summary["num_params"] > 0 and summary["versions"]["jax"]
+    assert summary["throughput"]["steps_per_s"] > 0
+    assert 0 < summary["reference"]["majority_class_rate"]["test"] < 1
+    assert json.loads((tmp_path / "config.json").read_text())["task"] == "lra.listops"
+    train_steps = [r["step"] for r in _records(tmp_path, "train")]
+    assert train_steps == list(range(2, 13, 2))
+    assert [r["step"] for r in _records(tmp_path, "val")] == [4, 8, 12]
+    # the best checkpoint is the one with the best validation accuracy
+    vals = _records(tmp_path, "val")
+    assert summary["best_step"] == max(vals, key=lambda r: r["accuracy"])["step"]
+    # a finished workdir returns its summary instead of training again
+    assert train.train_and_evaluate(config, tmp_path) == on_disk
+
+
+@pytest.mark.parametrize(
+    "kill_at,use_async,resumes_from",
+    [
+        (6, False, 4),  # mid-interval, after a finished synchronous save at step 4
+        (8, True, None),  # right after an async save started: it may or may not have finalised
+    ],
+)
+def test_killed_run_resumes_to_identical_params_and_metrics(
+    tmp_path, kill_at, use_async, resumes_from
+):
+    ref, resumed = tmp_path / "ref", tmp_path / "resumed"
+    flag = f"--config.async_checkpoints={use_async}"
+    assert _run_cli(ref, flag).returncode == 0
+    killed = _run_cli(resumed, flag, env={"ATTNBENCH_KILL_AT_STEP": str(kill_at)})
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert not (resumed / "summary.json").exists()
+    done = _run_cli(resumed, flag)
+    assert done.returncode == 0, done.stderr[-3000:]
+    if resumes_from is not None:
+        assert f"resumed from step {resumes_from}" in done.stdout
+    a, b = _final_params(ref, 12), _final_params(resumed, 12)
+    for x, y in zip(_leaves(a), _leaves(b), strict=True):
+        np.testing.assert_array_equal(x, y)
+    ref_train = _records(ref, "train")
+    assert ref_train == _strip_rates(_records(resumed, "train"), ref_train)
+    assert _records(ref, "val") == _records(resumed, "val")
+    sa = json.loads((ref / "summary.json").read_text())
+    sb = json.loads((resumed / "summary.json").read_text())
+    assert sa["metrics"] == sb["metrics"] and sa["best_step"] == sb["best_step"]
+
+
+def _leaves(tree):
+    if isinstance(tree, dict):
+        return [leaf for k in sorted(tree) for leaf in _leaves(tree[k])]
+    return [np.asarray(tree)]
+
+
+def _strip_rates(records, like):
+    """Timing fields differ between runs; everything else must be identical."""
+    keys = ("steps_per_s", "examples_per_s")
+    return [{**r, **{k: ref[k] for k in keys}} for r, ref in zip(records, like, strict=True)]
+
+
+def test_one_and_four_devices_give_the_same_loss_curve(tmp_path):
+    one = _run_cli(tmp_path / "one", devices=1)
+    four = _run_cli(tmp_path / "four", devices=4)
+    assert one.returncode == 0 and four.returncode == 0, four.stderr[-3000:]
+    s4 = json.loads((tmp_path / "four" / "summary.json").read_text())
+    assert s4["device"]["count"] == 4
+    l1 = [r["loss"] for r in _records(tmp_path / "one", "train")]
+    l4 = [r["loss"] for r in _records(tmp_path / "four", "train")]
+    assert len(l1) == len(l4) == 6
+    np.testing.assert_allclose(l1, l4, rtol=1e-4)
+    v1 = [r["loss"] for r in _records(tmp_path / "one", "val")]
+    v4 = [r["loss"] for r in _records(tmp_path / "four", "val")]
+    np.testing.assert_allclose(v1, v4, rtol=1e-4)
+
+
+def test_non_finite_loss_stops_with_the_step_and_keeps_last_good_checkpoint(tmp_path):
+    config = config_lib.load(SMOKE)
+    with config.unlocked():
+        config.optimizer.lr = 1e30  # Adam steps of ~1e30 overflow within a few steps
+        config.eval_every = 1
+        config.log_every = 1
+    with pytest.raises(train.NonFiniteLossError, match=r"non-finite .* at step (\d+)") as err:
+        train.train_and_evaluate(config, tmp_path)
+    bad_step = int(str(err.value).split("at step ")[1].split()[0])
+    last_good = max(
+        int(p.name) for p in (tmp_path / "checkpoints" / "latest").iterdir() if p.name.isdigit()
+    )
+    assert last_good < bad_step
+    for leaf in _leaves(_final_params(tmp_path, last_good)):
+        assert np.all(np.isfinite(leaf))
+    assert not (tmp_path / "summary.json").exists()
+
+
+def test_workdir_with_a_different_config_is_refused(tmp_path):
+    config = config_lib.load(SMOKE)
+    train.train_and_evaluate(config, tmp_path / "run")
+    (tmp_path / "run" / "summary.json").unlink()
+    other = config_lib.load(SMOKE)
+    with other.unlocked():
+        other.seed = 1
+    with pytest.raises(ValueError, match="different config"):
+        train.train_and_evaluate(other, tmp_path / "run")
+
+
+def test_cli_rejects_a_misspelt_field(tmp_path):
+    out = _run_cli(tmp_path, "--config.optimizer.lrr=0.1")
+    assert out.returncode != 0
+    assert "lrr" in out.stderr
