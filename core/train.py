@@ -25,7 +25,14 @@ from jax.sharding import PartitionSpec as P
 
 from core import checkpoint, data, io, optim, tasks
 
-__all__ = ["train_and_evaluate", "NonFiniteLossError", "SUMMARY_SCHEMA_VERSION"]
+__all__ = [
+    "train_and_evaluate",
+    "init_state",
+    "make_steps",
+    "make_mesh",
+    "NonFiniteLossError",
+    "SUMMARY_SCHEMA_VERSION",
+]
 
 SUMMARY_SCHEMA_VERSION = 1
 # Fault injection for the resume tests: SIGKILL this process right after finishing this step.
@@ -103,8 +110,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
             raise ValueError(
                 f"config.{name}={config[name]} is not divisible by the {n_dev} devices"
             )
-    # Auto axes: GSPMD propagates the batch sharding (Explicit would need annotations in models).
-    mesh = jax.make_mesh((n_dev,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+    mesh = make_mesh()
     replicated = NamedSharding(mesh, P())
     batch_sharding = NamedSharding(mesh, P("data"))
     pid, nproc = jax.process_index(), jax.process_count()
@@ -130,19 +136,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     )
 
     # ---- model and optimizer ---------------------------------------------------------------
-    model = task.build_model(config, nnx.Rngs(params=config.seed))
-    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
-    if jax.tree.leaves(rest):
-        raise ValueError("models must keep all state in nnx.Param (found other variables)")
-    params = nnx.to_pure_dict(params)
-    num_params = int(sum(x.size for x in jax.tree.leaves(params)))
-    optimizer, schedule = optim.make_optimizer(config, config.total_steps)
-    state = {
-        "step": jnp.zeros((), jnp.int32),
-        "params": params,
-        "opt_state": optimizer.init(params),
-    }
-    state = jax.device_put(state, replicated)
+    graphdef, state, optimizer, schedule = init_state(task, config, replicated)
+    num_params = int(sum(x.size for x in jax.tree.leaves(state["params"])))
     _log(
         f"model: {num_params:,} parameters, attention {config.attention.name}; "
         f"{n_dev} {jax.devices()[0].platform} device(s)"
@@ -160,33 +155,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     _truncate_metrics(workdir / "metrics.jsonl", start_step)
 
     # ---- jitted steps ----------------------------------------------------------------------
-    base_key = jax.random.key(config.seed)
-
-    def train_step(state, batch):
-        key = jax.random.fold_in(base_key, state["step"])
-
-        def loss_fn(params):
-            return task.loss_and_metrics(nnx.merge(graphdef, params), batch, train=True, key=key)
-
-        (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state["params"])
-        updates, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
-        params = jax.tree.map(jnp.add, state["params"], updates)
-        metrics = dict(
-            metrics, train_loss=loss, grad_norm=_global_norm(grads), lr=schedule(state["step"])
-        )
-        return {"step": state["step"] + 1, "params": params, "opt_state": opt_state}, metrics
-
-    def eval_step(params, batch):
-        return task.loss_and_metrics(nnx.merge(graphdef, params), batch, train=False, key=None)[1]
-
-    state_sharding = jax.tree.map(lambda _: replicated, state)
-    train_step = jax.jit(
-        train_step,
-        in_shardings=(state_sharding, batch_sharding),
-        out_shardings=(state_sharding, replicated),
-        donate_argnums=0,
+    train_step, eval_step = make_steps(
+        task, graphdef, optimizer, schedule, config.seed, state, mesh
     )
-    eval_step = jax.jit(eval_step, out_shardings=replicated)
 
     # ---- evaluation --------------------------------------------------------------------------
     def evaluate(params, split: tasks.Split) -> dict:
@@ -281,15 +252,16 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
         state, metrics = train_step(state, batch)
         step += 1
         pending.append((step, metrics))
-        if step == start_step + 1:
-            jax.block_until_ready(state)  # the first step compiles: keep it out of the rates
-        else:
-            timed_steps += 1
         at_eval = step % config.eval_every == 0 or step == total
-        if step % config.log_every == 0 or at_eval:
-            flush()
-        if step != start_step + 1:
+        at_log = step % config.log_every == 0 or at_eval
+        if step == start_step + 1 or at_log:
+            # Wait for the step here so that its time is counted before it is logged.
+            jax.block_until_ready(metrics)
+        if step != start_step + 1:  # the first step compiles: keep it out of the rates
+            timed_steps += 1
             timed_seconds += time.perf_counter() - t_step
+        if at_log:
+            flush()
         if at_eval:
             eval_and_checkpoint()
         if step == kill_at:
@@ -346,6 +318,63 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
         io.write_json(workdir / "summary.json", summary)
     _log(_summary_text(summary))
     return summary
+
+
+def init_state(task, config, sharding):
+    """Builds the model and optimizer: `(graphdef, state, optimizer, schedule)` where `state` is
+    the pytree `{step, params, opt_state}` placed with `sharding`."""
+    model = task.build_model(config, nnx.Rngs(params=config.seed))
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    if jax.tree.leaves(rest):
+        raise ValueError("models must keep all state in nnx.Param (found other variables)")
+    params = nnx.to_pure_dict(params)
+    optimizer, schedule = optim.make_optimizer(config, config.total_steps)
+    state = {
+        "step": jnp.zeros((), jnp.int32),
+        "params": params,
+        "opt_state": optimizer.init(params),
+    }
+    return graphdef, jax.device_put(state, sharding), optimizer, schedule
+
+
+def make_steps(task, graphdef, optimizer, schedule, seed: int, state, mesh):
+    """The jitted `train_step(state, batch) -> (state, metrics)` and
+    `eval_step(params, batch) -> metric sums`; batches are sharded over the mesh's `data` axis,
+    the state is replicated. Dropout keys are `fold_in(key(seed), step)`: no RNG state."""
+    base_key = jax.random.key(seed)
+
+    def train_step(state, batch):
+        key = jax.random.fold_in(base_key, state["step"])
+
+        def loss_fn(params):
+            return task.loss_and_metrics(nnx.merge(graphdef, params), batch, train=True, key=key)
+
+        (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state["params"])
+        updates, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
+        params = jax.tree.map(jnp.add, state["params"], updates)
+        metrics = dict(
+            metrics, train_loss=loss, grad_norm=_global_norm(grads), lr=schedule(state["step"])
+        )
+        return {"step": state["step"] + 1, "params": params, "opt_state": opt_state}, metrics
+
+    def eval_step(params, batch):
+        return task.loss_and_metrics(nnx.merge(graphdef, params), batch, train=False, key=None)[1]
+
+    replicated = NamedSharding(mesh, P())
+    state_sharding = jax.tree.map(lambda _: replicated, state)
+    train_step = jax.jit(
+        train_step,
+        in_shardings=(state_sharding, NamedSharding(mesh, P("data"))),
+        out_shardings=(state_sharding, replicated),
+        donate_argnums=0,
+    )
+    return train_step, jax.jit(eval_step, out_shardings=replicated)
+
+
+def make_mesh():
+    """A 1-D mesh over every device, axis `data`. Auto axes: GSPMD propagates the batch
+    sharding (Explicit axes would need sharding annotations inside the models)."""
+    return jax.make_mesh((jax.device_count(),), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
 
 
 def _strip(record: dict) -> dict:
