@@ -8,12 +8,23 @@ A mechanism is the optax-style pair of pure functions::
 with `q: [B, N, H, Dk]`, `k: [B, M, H, Dk]`, `v: [B, M, H, Dv]` -> `[B, N, H, Dv]` (the
 `jax.nn.dot_product_attention` layout). Hyper-parameters are bound by `get(name, **hparams)`;
 every one has a default, so `get(name)` always works.
+
+Conventions a mechanism declares when it registers:
+  * `init(key, *, num_heads, head_dim, model_dim=None, max_len=None, layer_index=0,
+    num_layers=1, **hparams)` returns a dict of arrays (`layer_index` lets a mechanism vary by
+    depth, e.g. SSA's per-layer sigma). Arrays under the reserved key `"buffers"` are
+    constants (e.g. frozen random walks): stored and checkpointed with the model, never trained.
+  * `inputs`: names of extra keyword inputs `apply` consumes beyond q/k/v (e.g. `"x"`, the
+    layer input `[B, N, model_dim]`, or `"bias"`). Layers pass exactly these.
+  * `needs_qk=False`: the mechanism ignores q and k (Sliceformer); layers then build no
+    query/key projections and pass `None`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -36,12 +47,16 @@ class Mechanism:
       hparams: the bound hyper-parameters (defaults updated by the caller's values).
       init: `init(key, *, num_heads, head_dim, **shape) -> params` (a pytree of arrays).
       apply: `apply(params, q, k, v, *, mask=None, key=None, train=False, **inputs) -> out`.
+      inputs: extra keyword inputs `apply` consumes (see the module docstring).
+      needs_qk: False when `apply` ignores q and k.
     """
 
     name: str
     hparams: Mapping[str, Any]
     init: Callable[..., Any]
     apply: Callable[..., Any]
+    inputs: tuple[str, ...] = ()
+    needs_qk: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,13 +65,17 @@ class _Entry:
     apply: Callable[..., Any]
     defaults: Mapping[str, Any]
     doc: str
+    inputs: tuple[str, ...]
+    needs_qk: bool
 
 
 _REGISTRY: dict[str, _Entry] = {}
 
 
-def _no_params(key, *, num_heads: int, head_dim: int, **shape) -> dict:
-    del key, num_heads, head_dim, shape
+def _no_params(
+    key, *, num_heads: int, head_dim: int, model_dim=None, max_len=None, layer_index=0, num_layers=1
+) -> dict:
+    del key, num_heads, head_dim, model_dim, max_len, layer_index, num_layers
     return {}
 
 
@@ -67,6 +86,8 @@ def register(
     init: Callable[..., Any] | None = None,
     defaults: Mapping[str, Any] | None = None,
     doc: str = "",
+    inputs: tuple[str, ...] = (),
+    needs_qk: bool = True,
 ) -> None:
     """Registers a mechanism.
 
@@ -75,11 +96,19 @@ def register(
       apply: pure function `apply(params, q, k, v, *, mask, key, train, **hparams, **inputs)`.
       init: pure function creating the mechanism's own parameters; `None` means it has none.
       defaults: every hyper-parameter `apply`/`init` accept, with its default value.
-      doc: one line shown by `describe()`.
+      doc: one line describing the mechanism.
+      inputs: extra keyword inputs `apply` consumes (e.g. `("x",)`).
+      needs_qk: False when `apply` ignores q and k.
     """
     if name in _REGISTRY:
         raise ValueError(f"attention mechanism {name!r} is already registered")
-    _REGISTRY[name] = _Entry(init or _no_params, apply, dict(defaults or {}), doc)
+    init = init or _no_params
+    unused = [k for k in (defaults or {}) if k not in _kwargs(apply) | _kwargs(init)]
+    if unused:
+        raise TypeError(
+            f"{name}: hyper-parameter(s) {unused} are accepted by neither apply nor init"
+        )
+    _REGISTRY[name] = _Entry(init, apply, dict(defaults or {}), doc, tuple(inputs), needs_qk)
 
 
 def names() -> list[str]:
@@ -116,20 +145,20 @@ def get(name: str, **hparams: Any) -> Mechanism:
             f"attention {name!r} has no hyper-parameter(s) {', '.join(unknown)}; valid: {valid}"
         )
     bound = {**entry.defaults, **hparams}
-    init_kw = {k: v for k, v in bound.items() if k in _init_kwargs(entry.init)}
+    init_kw = {k: v for k, v in bound.items() if k in _kwargs(entry.init)}
+    apply_kw = {k: v for k, v in bound.items() if k in _kwargs(entry.apply)}
     return Mechanism(
         name=name,
         hparams=bound,
-        init=functools.partial(entry.init, **init_kw) if init_kw else entry.init,
-        apply=functools.partial(entry.apply, **bound),
+        init=functools.partial(entry.init, **init_kw),
+        apply=functools.partial(entry.apply, **apply_kw),
+        inputs=entry.inputs,
+        needs_qk=entry.needs_qk,
     )
 
 
-def _init_kwargs(fn: Callable[..., Any]) -> set[str]:
-    import inspect
-
-    return {
-        p.name
-        for p in inspect.signature(fn).parameters.values()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY
-    }
+def _kwargs(fn: Callable[..., Any]) -> set[str]:
+    """Names `fn` accepts by keyword."""
+    params = inspect.signature(fn).parameters.values()
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return {p.name for p in params if p.kind in kinds}

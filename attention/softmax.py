@@ -84,4 +84,5 @@ registry.register(
     apply=apply,
     defaults={"dropout_rate": 0.0, "scale": None},
     doc="scaled dot-product softmax attention (the reference)",
+    inputs=("bias",),
 )

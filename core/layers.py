@@ -20,6 +20,7 @@ import attention
 __all__ = [
     "dropout",
     "sinusoidal_positions",
+    "Buffer",
     "Attention",
     "MlpBlock",
     "EncoderBlock",
@@ -59,11 +60,16 @@ def sinusoidal_positions(max_len: int, dim: int) -> np.ndarray:
     return pe
 
 
+class Buffer(nnx.Variable):
+    """A constant array of a module (e.g. frozen random walks): checkpointed, never trained."""
+
+
 class Attention(nnx.Module):
     """Multi-head self-attention whose core is a registered `attention` mechanism.
 
-    q/k/v/out projections (xavier-uniform, no bias, as LRA) around `mechanism.apply`; the
-    mechanism's own parameters (if any) are `nnx.Param`s under `self.mechanism_params`.
+    q/k/v/out projections (xavier-uniform, no bias, as LRA) around `mechanism.apply`; no q/k
+    projections for mechanisms that do not use them (Sliceformer). The mechanism's own arrays
+    are `nnx.Param`s under `self.mechanism_params`, its `"buffers"` are `Buffer`s.
     """
 
     def __init__(
@@ -74,6 +80,8 @@ class Attention(nnx.Module):
         mechanism: attention.Mechanism,
         *,
         max_len: int | None = None,
+        layer_index: int = 0,
+        num_layers: int = 1,
         dtype=jnp.float32,
         rngs: nnx.Rngs,
     ):
@@ -81,10 +89,20 @@ class Attention(nnx.Module):
             raise ValueError(f"qkv_dim {qkv_dim} is not divisible by num_heads {num_heads}")
         head_dim = qkv_dim // num_heads
         self.mechanism = mechanism
-        proj = lambda: nnx.LinearGeneral(
-            dim, (num_heads, head_dim), use_bias=False, kernel_init=_xavier, dtype=dtype, rngs=rngs
-        )
-        self.query, self.key, self.value = proj(), proj(), proj()
+
+        def proj():
+            return nnx.LinearGeneral(
+                dim,
+                (num_heads, head_dim),
+                use_bias=False,
+                kernel_init=_xavier,
+                dtype=dtype,
+                rngs=rngs,
+            )
+
+        if mechanism.needs_qk:
+            self.query, self.key = proj(), proj()
+        self.value = proj()
         self.out = nnx.LinearGeneral(
             (num_heads, head_dim),
             dim,
@@ -94,23 +112,33 @@ class Attention(nnx.Module):
             dtype=dtype,
             rngs=rngs,
         )
-        params = mechanism.init(
-            rngs.params(), num_heads=num_heads, head_dim=head_dim, max_len=max_len
+        arrays = dict(
+            mechanism.init(
+                rngs.params(),
+                num_heads=num_heads,
+                head_dim=head_dim,
+                model_dim=dim,
+                max_len=max_len,
+            )
         )
-        self.mechanism_params = nnx.data(jax.tree.map(nnx.Param, params))
+        buffers = arrays.pop("buffers", {})
+        self.mechanism_params = nnx.data(jax.tree.map(nnx.Param, arrays))
+        self.mechanism_buffers = nnx.data(jax.tree.map(Buffer, buffers))
 
     def __call__(self, x, *, mask=None, train: bool = False, key=None, **inputs):
-        """x: `[B, N, dim]`, mask: key padding `[B, N]` or `[B, H, N, N]` -> `[B, N, dim]`."""
+        """x: `[B, N, dim]`, mask: key padding `[B, N]` or `[B, H, N, N]` -> `[B, N, dim]`.
+
+        `inputs` may hold extra inputs for the mechanism; only those it declares are passed
+        (`x` itself is passed when declared).
+        """
         params = jax.tree.map(lambda p: p[...], self.mechanism_params)
+        buffers = jax.tree.map(lambda b: b[...], self.mechanism_buffers)
+        if buffers:
+            params["buffers"] = buffers
+        extra = {k: v for k, v in {**inputs, "x": x}.items() if k in self.mechanism.inputs}
+        q, k = (self.query(x), self.key(x)) if self.mechanism.needs_qk else (None, None)
         out = self.mechanism.apply(
-            params,
-            self.query(x),
-            self.key(x),
-            self.value(x),
-            mask=mask,
-            key=key,
-            train=train,
-            **inputs,
+            params, q, k, self.value(x), mask=mask, key=key, train=train, **extra
         )
         return self.out(out)
 
@@ -144,10 +172,20 @@ class EncoderBlock(nnx.Module):
         max_len,
         dtype,
         rngs: nnx.Rngs,
+        layer_index: int = 0,
+        num_layers: int = 1,
     ):
         self.ln1 = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
         self.attn = Attention(
-            dim, num_heads, qkv_dim, mechanism, max_len=max_len, dtype=dtype, rngs=rngs
+            dim,
+            num_heads,
+            qkv_dim,
+            mechanism,
+            max_len=max_len,
+            layer_index=layer_index,
+            num_layers=num_layers,
+            dtype=dtype,
+            rngs=rngs,
         )
         self.ln2 = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
         self.mlp = MlpBlock(dim, mlp_dim, dropout_rate, dtype=dtype, rngs=rngs)
@@ -207,8 +245,10 @@ class TransformerEncoder(nnx.Module):
                     max_len=max_len,
                     dtype=dtype,
                     rngs=rngs,
+                    layer_index=i,
+                    num_layers=num_layers,
                 )
-                for _ in range(num_layers)
+                for i in range(num_layers)
             ]
         )
         self.norm = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)

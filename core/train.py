@@ -23,7 +23,7 @@ from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from core import checkpoint, data, io, optim, tasks
+from core import checkpoint, data, io, layers, optim, plots, tasks
 
 __all__ = [
     "train_and_evaluate",
@@ -165,7 +165,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
         for batch in data.eval_batches(
             split, batch_size=config.eval_batch_size, process_index=pid, process_count=nproc
         ):
-            sums = eval_step(params, to_device(batch))
+            sums = eval_step(params, state["buffers"], to_device(batch))
             totals = sums if totals is None else jax.tree.map(jnp.add, totals, sums)
         out = _reduce(jax.device_get(totals))
         out["num_examples"] = len(split)
@@ -315,6 +315,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
         "command": " ".join(sys.argv),
     }
     if pid == 0:
+        plots.learning_curves(workdir, title=f"{config.task} / {config.attention.name}")
         io.write_json(workdir / "summary.json", summary)
     _log(_summary_text(summary))
     return summary
@@ -322,16 +323,21 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
 
 def init_state(task, config, sharding):
     """Builds the model and optimizer: `(graphdef, state, optimizer, schedule)` where `state` is
-    the pytree `{step, params, opt_state}` placed with `sharding`."""
+    the pytree `{step, params, buffers, opt_state}` placed with `sharding` (buffers are the
+    model's constants: checkpointed, never trained)."""
     model = task.build_model(config, nnx.Rngs(params=config.seed))
-    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    graphdef, params, buffers, rest = nnx.split(model, nnx.Param, layers.Buffer, ...)
     if jax.tree.leaves(rest):
-        raise ValueError("models must keep all state in nnx.Param (found other variables)")
+        raise ValueError(
+            "models must keep their arrays in nnx.Param (trained) or core.layers.Buffer "
+            f"(constant); found other variables: {rest}"
+        )
     params = nnx.to_pure_dict(params)
     optimizer, schedule = optim.make_optimizer(config, config.total_steps)
     state = {
         "step": jnp.zeros((), jnp.int32),
         "params": params,
+        "buffers": nnx.to_pure_dict(buffers),
         "opt_state": optimizer.init(params),
     }
     return graphdef, jax.device_put(state, sharding), optimizer, schedule
@@ -347,7 +353,8 @@ def make_steps(task, graphdef, optimizer, schedule, seed: int, state, mesh):
         key = jax.random.fold_in(base_key, state["step"])
 
         def loss_fn(params):
-            return task.loss_and_metrics(nnx.merge(graphdef, params), batch, train=True, key=key)
+            model = nnx.merge(graphdef, params, state["buffers"])
+            return task.loss_and_metrics(model, batch, train=True, key=key)
 
         (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state["params"])
         updates, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
@@ -355,10 +362,17 @@ def make_steps(task, graphdef, optimizer, schedule, seed: int, state, mesh):
         metrics = dict(
             metrics, train_loss=loss, grad_norm=_global_norm(grads), lr=schedule(state["step"])
         )
-        return {"step": state["step"] + 1, "params": params, "opt_state": opt_state}, metrics
+        new = {
+            "step": state["step"] + 1,
+            "params": params,
+            "buffers": state["buffers"],
+            "opt_state": opt_state,
+        }
+        return new, metrics
 
-    def eval_step(params, batch):
-        return task.loss_and_metrics(nnx.merge(graphdef, params), batch, train=False, key=None)[1]
+    def eval_step(params, buffers, batch):
+        model = nnx.merge(graphdef, params, buffers)
+        return task.loss_and_metrics(model, batch, train=False, key=None)[1]
 
     replicated = NamedSharding(mesh, P())
     state_sharding = jax.tree.map(lambda _: replicated, state)

@@ -62,6 +62,7 @@ def test_smoke_run_writes_config_metrics_and_summary(tmp_path):
     assert summary["throughput"]["steps_per_s"] > 0
     assert 0 < summary["reference"]["majority_class_rate"]["test"] < 1
     assert json.loads((tmp_path / "config.json").read_text())["task"] == "lra.listops"
+    assert (tmp_path / "learning_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     train_steps = [r["step"] for r in _records(tmp_path, "train")]
     assert train_steps == list(range(2, 13, 2))
     assert [r["step"] for r in _records(tmp_path, "val")] == [4, 8, 12]
