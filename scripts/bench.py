@@ -1,0 +1,278 @@
+"""Efficiency benchmarks.
+
+    python -m scripts.bench attention --mechanisms softmax linear --lengths 1024 4096 16384
+
+`attention`: time and memory of each mechanism versus sequence length, in three modes:
+`forward` (the training forward, `train=True`), `forward_backward` (its gradient w.r.t. q, k, v
+and the mechanism's parameters) and `inference` (`train=False`). Times are medians over
+repeats after a warm-up; memory is XLA's compiled memory analysis (temp + arguments + outputs).
+A configuration whose compiled memory exceeds `--max-memory-gb` is skipped with the reason
+recorded. The machine's matmul throughput is measured in the same run, so achieved FLOP/s can
+be compared with it. Writes `results/bench/attention_<tag>.{json,md,png}`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import attention
+from core import io
+
+MODES = ("forward", "forward_backward", "inference")
+
+
+def _inputs(mech, key, b, n, h, d, dtype):
+    kq, kk, kv, kx = jax.random.split(key, 4)
+    q = None if not mech.needs_qk else jax.random.normal(kq, (b, n, h, d), dtype)
+    k = None if not mech.needs_qk else jax.random.normal(kk, (b, n, h, d), dtype)
+    v = jax.random.normal(kv, (b, n, h, d), dtype)
+    extra = {}
+    for name in mech.inputs:
+        if name == "x":
+            extra["x"] = jax.random.normal(kx, (b, n, h * d), dtype)
+        elif name == "coords":
+            extra["coords"] = jax.random.normal(kx, (b, n, 3), dtype)
+    return q, k, v, extra
+
+
+def _fn(mech, mode):
+    def forward(params, q, k, v, extra, key):
+        return mech.apply(params, q, k, v, key=key, train=mode != "inference", **extra)
+
+    if mode != "forward_backward":
+        return forward
+
+    def loss(params, q, k, v, extra, key):
+        return forward(params, q, k, v, extra, key).astype(jnp.float32).sum()
+
+    return jax.grad(loss, argnums=(0, 1, 2, 3))
+
+
+def _time(compiled, args, repeats):
+    jax.block_until_ready(compiled(*args))  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(compiled(*args))
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), (max(times) - min(times)) / 2
+
+
+def matmul_flops(n=2048, dtype=jnp.float32, repeats=5) -> float:
+    """This machine's plain matmul throughput (FLOP/s) for an n x n x n product."""
+    a = jnp.ones((n, n), dtype)
+    f = jax.jit(lambda a, b: a @ b).lower(a, a).compile()
+    t, _ = _time(f, (a, a), repeats)
+    return 2 * n**3 / t
+
+
+def bench_attention(args) -> dict:
+    dtype = jnp.dtype(args.dtype)
+    records = []
+    peak = matmul_flops(dtype=dtype)
+    print(f"matmul throughput: {peak / 1e9:.1f} GFLOP/s ({args.dtype})", flush=True)
+    for name in args.mechanisms:
+        for n in args.lengths:
+            mech = attention.get(name)
+            key = jax.random.key(0)
+            params = mech.init(
+                key,
+                num_heads=args.heads,
+                head_dim=args.head_dim,
+                model_dim=args.heads * args.head_dim,
+                max_len=n,
+            )
+            q, k, v, extra = _inputs(mech, key, args.batch, n, args.heads, args.head_dim, dtype)
+            for mode in args.modes:
+                rec = {
+                    "mechanism": name,
+                    "hparams": dict(mech.hparams),
+                    "length": n,
+                    "batch": args.batch,
+                    "heads": args.heads,
+                    "head_dim": args.head_dim,
+                    "dtype": args.dtype,
+                    "mode": mode,
+                    "time_s": None,
+                    "time_spread_s": None,
+                    "memory_bytes": None,
+                    "flops": None,
+                    "achieved_flops_per_s": None,
+                    "skipped": None,
+                }
+                fargs = (params, q, k, v, extra, key)
+                try:
+                    compiled = jax.jit(_fn(mech, mode)).lower(*fargs).compile()
+                except Exception as e:  # noqa: BLE001 (recorded, not hidden)
+                    rec["skipped"] = f"does not compile: {type(e).__name__}: {str(e)[:200]}"
+                    records.append(rec)
+                    print(f"{name:18s} N={n:6d} {mode:17s} skipped: {rec['skipped']}")
+                    continue
+                mem = compiled.memory_analysis()
+                if mem is not None:
+                    rec["memory_bytes"] = int(
+                        mem.temp_size_in_bytes
+                        + mem.argument_size_in_bytes
+                        + mem.output_size_in_bytes
+                    )
+                if rec["memory_bytes"] and rec["memory_bytes"] > args.max_memory_gb * 2**30:
+                    rec["skipped"] = (
+                        f"needs {rec['memory_bytes'] / 2**30:.1f} GiB > "
+                        f"--max-memory-gb {args.max_memory_gb}"
+                    )
+                else:
+                    rec["time_s"], rec["time_spread_s"] = _time(compiled, fargs, args.repeats)
+                    cost = compiled.cost_analysis()
+                    cost = cost[0] if isinstance(cost, list) else cost
+                    if cost and cost.get("flops"):
+                        rec["flops"] = float(cost["flops"])
+                        rec["achieved_flops_per_s"] = rec["flops"] / rec["time_s"]
+                records.append(rec)
+                shown = (
+                    f"{rec['time_s'] * 1e3:9.2f} ms"
+                    if rec["time_s"] is not None
+                    else f"skipped: {rec['skipped']}"
+                )
+                print(f"{name:18s} N={n:6d} {mode:17s} {shown}", flush=True)
+    return {"matmul_flops_per_s": peak, "records": records}
+
+
+def slopes(records, mode="forward_backward", lo=None, hi=None) -> dict:
+    """Fitted log-log slope of time vs length per mechanism (lengths within [lo, hi])."""
+    out = {}
+    for name in sorted({r["mechanism"] for r in records}):
+        pts = [
+            (r["length"], r["time_s"])
+            for r in records
+            if r["mechanism"] == name
+            and r["mode"] == mode
+            and r["time_s"]
+            and (lo is None or r["length"] >= lo)
+            and (hi is None or r["length"] <= hi)
+        ]
+        if len(pts) >= 2:
+            x, y = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
+            out[name] = float(np.polyfit(x, y, 1)[0])
+    return out
+
+
+def write(result: dict, out: str, tag: str) -> None:
+    io.write_json(f"{out}/attention_{tag}.json", result)
+    recs = result["records"]
+    lengths = sorted({r["length"] for r in recs})
+    lines = [
+        "<!-- generated by scripts/bench.py; do not edit -->",
+        f"# Attention time vs length ({result['device']['kind']}, "
+        f"{result['device']['cpu_count']} CPUs)",
+        "",
+        f"Command: `{result['command']}`",
+        "",
+        f"Matmul throughput: {result['matmul_flops_per_s'] / 1e9:.1f} GFLOP/s",
+        "",
+    ]
+    for mode in sorted({r["mode"] for r in recs}, key=MODES.index):
+        lines += [
+            f"## {mode} (ms, median)",
+            "",
+            "| mechanism | " + " | ".join(str(n) for n in lengths) + " | slope |",
+            "|---|" + "---|" * (len(lengths) + 1),
+        ]
+        sl = slopes(recs, mode)
+        for name in dict.fromkeys(r["mechanism"] for r in recs):
+            cells = []
+            for n in lengths:
+                r = next(
+                    (
+                        r
+                        for r in recs
+                        if r["mechanism"] == name and r["length"] == n and r["mode"] == mode
+                    ),
+                    None,
+                )
+                cells.append(
+                    ""
+                    if r is None
+                    else "skip"
+                    if r["time_s"] is None
+                    else f"{r['time_s'] * 1e3:.2f}"
+                )
+            slope = f"{sl[name]:.2f}" if name in sl else ""
+            lines.append(f"| {name} | " + " | ".join(cells) + f" | {slope} |")
+        lines.append("")
+    io.write_text(f"{out}/attention_{tag}.md", "\n".join(lines))
+    _plot(result, f"{out}/attention_{tag}.png")
+
+
+def _plot(result, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    recs = result["records"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for name in dict.fromkeys(r["mechanism"] for r in recs):
+        pts = [
+            (r["length"], r["time_s"], r["memory_bytes"])
+            for r in recs
+            if r["mechanism"] == name and r["mode"] == "forward_backward" and r["time_s"]
+        ]
+        if pts:
+            n, t, m = zip(*pts, strict=True)
+            axes[0].loglog(n, t, "o-", label=name)
+            axes[1].loglog(n, m, "o-", label=name)
+    axes[0].set(xlabel="length", ylabel="forward+backward time (s)")
+    axes[1].set(xlabel="length", ylabel="compiled memory (bytes)")
+    for ax in axes:
+        ax.grid(alpha=0.3, which="both")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description="attnbench efficiency benchmarks")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("attention", help="time and memory vs length per mechanism")
+    p.add_argument("--mechanisms", nargs="+", default=None, help="default: all registered")
+    p.add_argument("--lengths", nargs="+", type=int, default=[1024, 2048, 4096, 8192, 16384, 32768])
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--head-dim", type=int, default=32)
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--max-memory-gb", type=float, default=8.0)
+    p.add_argument("--out", default="results/bench")
+    p.add_argument("--tag", default="scaling")
+    args = parser.parse_args(argv)
+    args.mechanisms = args.mechanisms or attention.names()
+    unknown = [m for m in args.mechanisms if m not in attention.names()]
+    if unknown:
+        parser.error(f"unknown mechanism(s) {unknown}; known: {', '.join(attention.names())}")
+    t0 = time.perf_counter()
+    result = bench_attention(args)
+    result.update(
+        device=io.device_info(),
+        versions=io.versions(),
+        git_revision=io.git_revision(),
+        command="python -m scripts.bench " + " ".join(argv),
+        peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        wall_time_s=time.perf_counter() - t0,
+    )
+    write(result, args.out, args.tag)
+    print(f"wrote {args.out}/attention_{args.tag}.{{json,md,png}}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""scripts.bench attention writes the documented record layout."""
+
+import json
+
+from scripts import bench
+
+
+def test_attention_bench_writes_records_tables_and_plot(tmp_path):
+    bench.main(
+        [
+            "attention",
+            "--mechanisms",
+            "softmax",
+            "--lengths",
+            "32",
+            "64",
+            "--repeats",
+            "1",
+            "--out",
+            str(tmp_path),
+            "--tag",
+            "t",
+            "--max-memory-gb",
+            "4",
+        ]
+    )
+    result = json.loads((tmp_path / "attention_t.json").read_text())
+    assert {"device", "versions", "git_revision", "records", "matmul_flops_per_s"} <= set(result)
+    assert len(result["records"]) == 2 * 3
+    for rec in result["records"]:
+        assert {
+            "mechanism",
+            "hparams",
+            "length",
+            "batch",
+            "heads",
+            "head_dim",
+            "mode",
+            "time_s",
+            "time_spread_s",
+            "memory_bytes",
+            "skipped",
+        } <= set(rec)
+        assert rec["skipped"] is None and rec["time_s"] > 0 and rec["memory_bytes"] > 0
+    fb = {r["length"]: r for r in result["records"] if r["mode"] == "forward_backward"}
+    assert fb[64]["memory_bytes"] > fb[32]["memory_bytes"]
+    assert (tmp_path / "attention_t.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| softmax |" in (tmp_path / "attention_t.md").read_text()
+
+
+def test_oversized_configurations_are_skipped_with_a_reason(tmp_path):
+    bench.main(
+        [
+            "attention",
+            "--mechanisms",
+            "softmax",
+            "--lengths",
+            "512",
+            "--repeats",
+            "1",
+            "--modes",
+            "forward",
+            "--out",
+            str(tmp_path),
+            "--max-memory-gb",
+            "0.000001",
+        ]
+    )
+    rec = json.loads((tmp_path / "attention_scaling.json").read_text())["records"][0]
+    assert rec["time_s"] is None and "GiB" in rec["skipped"]
