@@ -233,7 +233,8 @@ def _plot(result, path):
     axes[1].set(xlabel="length", ylabel="compiled memory (bytes)")
     for ax in axes:
         ax.grid(alpha=0.3, which="both")
-    axes[0].legend(fontsize=7)
+    if axes[0].lines:
+        axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
