@@ -9,7 +9,19 @@ Shapes follow `jax.nn.dot_product_attention`: q `[B, N, H, Dk]`, k `[B, M, H, Dk
 v `[B, M, H, Dv]` -> `[B, N, H, Dv]`. Masks are boolean, True = attend.
 """
 
-from attention import softmax  # noqa: F401  (registers "softmax")
+# Importing a family module registers its mechanisms.
+from attention import (  # noqa: F401
+    chunked,
+    gfsa,
+    linear,
+    linformer,
+    local,
+    performer,
+    samsa,
+    sliceformer,
+    softmax,
+    ssa,
+)
 from attention.registry import (
     Mechanism,
     UnknownAttentionError,

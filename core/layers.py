@@ -119,13 +119,15 @@ class Attention(nnx.Module):
                 head_dim=head_dim,
                 model_dim=dim,
                 max_len=max_len,
+                layer_index=layer_index,
+                num_layers=num_layers,
             )
         )
         buffers = arrays.pop("buffers", {})
         self.mechanism_params = nnx.data(jax.tree.map(nnx.Param, arrays))
         self.mechanism_buffers = nnx.data(jax.tree.map(Buffer, buffers))
 
-    def __call__(self, x, *, mask=None, train: bool = False, key=None, **inputs):
+    def __call__(self, x, /, *, mask=None, train: bool = False, key=None, **inputs):
         """x: `[B, N, dim]`, mask: key padding `[B, N]` or `[B, H, N, N]` -> `[B, N, dim]`.
 
         `inputs` may hold extra inputs for the mechanism; only those it declares are passed
@@ -135,7 +137,8 @@ class Attention(nnx.Module):
         buffers = jax.tree.map(lambda b: b[...], self.mechanism_buffers)
         if buffers:
             params["buffers"] = buffers
-        extra = {k: v for k, v in {**inputs, "x": x}.items() if k in self.mechanism.inputs}
+        # A caller may pass its own `x` (SAMSA scores the raw, un-normalised layer input).
+        extra = {k: v for k, v in {"x": x, **inputs}.items() if k in self.mechanism.inputs}
         q, k = (self.query(x), self.key(x)) if self.mechanism.needs_qk else (None, None)
         out = self.mechanism.apply(
             params, q, k, self.value(x), mask=mask, key=key, train=train, **extra

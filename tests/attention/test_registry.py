@@ -13,15 +13,26 @@ def test_names_include_softmax():
     assert attention.names() == sorted(attention.names())
 
 
+def _inputs(mech, b, n):
+    """Plain values for the extra inputs a mechanism declares (None where optional)."""
+    made = {
+        "x": jnp.ones((b, n, 8)),
+        "coords": jnp.asarray(np.random.default_rng(0).normal(size=(b, n, 3))),
+    }
+    return {name: made[name] for name in mech.inputs if name in made}
+
+
 @pytest.mark.parametrize("name", attention.names())
-def test_every_mechanism_works_bare(name):
+def test_every_mechanism_works_with_its_defaults(name):
     mech = attention.get(name)
     assert mech.name == name
-    params = mech.init(jax.random.key(0), num_heads=2, head_dim=4)
-    q = jnp.ones((1, 6, 2, 4))
-    out = mech.apply(params, q, q, q, key=jax.random.key(1))
-    assert out.shape == (1, 6, 2, 4)
-    assert np.all(np.isfinite(np.asarray(out)))
+    params = mech.init(jax.random.key(0), num_heads=2, head_dim=4, model_dim=8, max_len=16)
+    q = jnp.asarray(np.random.default_rng(1).normal(size=(1, 16, 2, 4)), jnp.float32)
+    qk = (q, q) if mech.needs_qk else (None, None)
+    for train in (False, True):
+        out = mech.apply(params, *qk, q, key=jax.random.key(1), train=train, **_inputs(mech, 1, 16))
+        assert out.shape == (1, 16, 2, 4)
+        assert np.all(np.isfinite(np.asarray(out)))
 
 
 def test_unknown_name_lists_known_ones():

@@ -1,0 +1,432 @@
+"""GFSA: graph-filter-based self-attention (Choi et al., NeurIPS 2024, arXiv 2312.04234).
+
+Self-attention is the graph filter `Ā` (the row-stochastic softmax matrix). GFSA replaces it by
+a polynomial filter (Sec. 3, Eq. 4, 8-10)::
+
+    H = w_0 I + w_1 Ā + w_K Ā^K                                    (Eq. 4, exact; `gfsa_exact`)
+    Ā^K ≈ Ā + (K - 1)(Ā² - Ā)                                       (Eq. 8, first-order Taylor)
+    GFSA(X) = (w_0 I + w_1 Ā + w_K (Ā + (K - 1)(Ā² - Ā))) X W_val   (Eq. 9-10; `gfsa`)
+
+As in the authors' code (notes §1.5), only the per-head `w_K` is learned (zero-initialised, so
+GFSA starts as softmax attention), `w_1 = 1` and `w_0` is a fixed hyper-parameter;
+`learn_w0_w1=True` gives the paper's Algorithm 1 variant where all three are learned per head.
+
+The paper forms Ā² (O(N³) per head). Here the filter is applied to V instead::
+
+    out = w_0 V + w_1 ĀV + w_K (ĀV + (K - 1)(Ā(ĀV) - ĀV))           O(N² d)
+
+`gfsa_exact` computes Ā^K V as K successive products Ā(Ā(...(ĀV))) (O(K N² d); Table 9).
+`gfsa_linear` is the linear-attention version (Sec. 6, App. U, Table 40) on Efficient Attention
+(Shen et al.): Ā = ρ_q(Q) ρ_k(K)^T with ρ_q a softmax over features and ρ_k a softmax over the
+sequence, so Ā is row-stochastic without normalisation and ĀX = ρ_q(Q)(ρ_k(K)^T X) costs
+O(N d²) (notes §1.7). `gfsa_explicit_apply` is the authors' formulation with the N x N filter
+matrix formed explicitly (O(N³)), for speed comparisons only.
+
+Decisions where the paper is silent (see /work/shared/papers/notes/gfsa.md):
+  * Attention dropout is applied to Ā before the filter, so Ā_drop(Ā_drop V) uses one dropout
+    mask, as the NLP/Graphormer code does (§1.5, §6.2).
+  * Masks define the graph: masked pairs get Ā = 0 and Ā² follows 2-hop paths of allowed pairs
+    (so causal and key-padding masks are preserved, §1.4). The identity term is restricted to the
+    mask's diagonal, so a masked key never reaches an output through `w_0 I` either and a fully
+    masked query row is zero.
+  * Cross-attention (N != M) zero-pads Ā to a square max(N, M) matrix and crops the result, as
+    the authors' code does (§6.9); V's rows are read as token positions.
+  * `even_layers_only` (GFSA_even, Sec. 6 / App. T) counts layers from 0: layers 0, 2, 4, ... are
+    GFSA and odd layers are plain softmax (or plain Efficient Attention) without parameters (§6.8).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import jax
+import jax.numpy as jnp
+
+from attention import masks, registry
+from attention.softmax import check_qkv
+
+__all__ = [
+    "init",
+    "apply",
+    "apply_exact",
+    "apply_linear",
+    "gfsa_explicit_apply",
+    "PLAIN_LAYER",
+]
+
+# Key under params["buffers"] marking a layer that GFSA_even leaves as plain attention. Its
+# presence (static pytree structure) decides, so the layer skips the Ā(ĀV) work under jit too.
+PLAIN_LAYER = "plain_attention_layer"
+
+
+def init(
+    key,
+    *,
+    num_heads: int,
+    head_dim: int,
+    model_dim=None,
+    max_len=None,
+    layer_index: int = 0,
+    num_layers: int = 1,
+    w0: float = 0.0,
+    init_wk: float = 0.0,
+    even_layers_only: bool = False,
+    learn_w0_w1: bool = False,
+):
+    """Creates the per-head filter coefficients of one layer.
+
+    Args:
+      key: unused (the initialisation is deterministic).
+      num_heads: H.
+      head_dim, model_dim, max_len, num_layers: unused.
+      layer_index: 0-based depth of the layer; with `even_layers_only`, odd layers get no
+        coefficients.
+      w0: the fixed identity coefficient (initial value of `w_0` when `learn_w0_w1`).
+      init_wk: initial value of w_K (the paper uses 0, making GFSA start as softmax attention).
+      even_layers_only: GFSA on layers 0, 2, 4, ... only (GFSA_even).
+      learn_w0_w1: also learn per-head `w_0` (init `w0`) and `w_1` (init 1), as Algorithm 1.
+
+    Returns:
+      `{"w_k": [H]}` (plus `"w_0"`, `"w_1"`: `[H]` when `learn_w0_w1`), float32; for an odd layer
+      under `even_layers_only`, `{"buffers": {PLAIN_LAYER: True}}` and no trainable arrays.
+    """
+    del key, head_dim, model_dim, max_len, num_layers
+    if isinstance(num_heads, bool) or not isinstance(num_heads, numbers.Integral) or num_heads < 1:
+        raise ValueError(f"gfsa: num_heads must be a positive int, got {num_heads!r}")
+    if (
+        isinstance(layer_index, bool)
+        or not isinstance(layer_index, numbers.Integral)
+        or layer_index < 0
+    ):
+        raise ValueError(f"gfsa: layer_index must be a non-negative int, got {layer_index!r}")
+    if even_layers_only and layer_index % 2 == 1:
+        return {"buffers": {PLAIN_LAYER: jnp.asarray(True)}}
+    params = {"w_k": jnp.full((num_heads,), init_wk, jnp.float32)}
+    if learn_w0_w1:
+        params["w_0"] = jnp.full((num_heads,), w0, jnp.float32)
+        params["w_1"] = jnp.ones((num_heads,), jnp.float32)
+    return params
+
+
+def _is_plain(params) -> bool:
+    return PLAIN_LAYER in (params.get("buffers") or {})
+
+
+def _coefficients(params, num_heads: int, w0: float, dtype, name: str):
+    """(w_0, w_1, w_K), each `[1, 1, H, 1]` to broadcast over `[B, N, H, D]`."""
+    if "w_k" not in params:
+        raise ValueError(
+            f"{name}: params lack 'w_k' (per-head [H] coefficients); create them with "
+            f"attention.get({name!r}).init(key, num_heads=H, head_dim=D)"
+        )
+    coeffs = {"w_k": None, "w_0": jnp.full((num_heads,), w0), "w_1": jnp.ones((num_heads,))}
+    for label in coeffs:
+        if label in params:
+            coeffs[label] = jnp.asarray(params[label])
+        if coeffs[label].shape != (num_heads,):
+            raise ValueError(
+                f"{name}: params[{label!r}] has shape {coeffs[label].shape}; expected "
+                f"[H] = ({num_heads},)"
+            )
+    return tuple(coeffs[lb].astype(dtype)[None, None, :, None] for lb in ("w_0", "w_1", "w_k"))
+
+
+def _check_order(order, name: str) -> None:
+    if isinstance(order, bool) or not isinstance(order, numbers.Integral) or order < 1:
+        raise ValueError(f"{name}: order K must be an int >= 1, got {order!r}")
+
+
+def _check_dropout(dropout_rate, train, key, name: str) -> None:
+    if not 0.0 <= dropout_rate < 1.0:
+        raise ValueError(f"{name}: dropout_rate must be in [0, 1), got {dropout_rate}")
+    if train and dropout_rate > 0.0 and key is None:
+        raise ValueError(f"{name}: train=True with dropout_rate > 0 needs `key`")
+
+
+def _resize_rows(x, length: int):
+    """Crops or zero-pads axis 1 of `[B, L, H, D]` to `length` (the square padding of §6.9)."""
+    have = x.shape[1]
+    if have >= length:
+        return x[:, :length]
+    return jnp.pad(x, ((0, 0), (0, length - have), (0, 0), (0, 0)))
+
+
+def _diagonal(mask4, b: int, h: int, n: int, m: int, dtype):
+    """The identity term's support `[B, N, H, 1]`: the mask's diagonal (zero past min(N, M))."""
+    p = min(n, m)
+    if mask4 is None:
+        diag = jnp.ones((b, h, p), dtype)
+    else:
+        diag = jnp.diagonal(mask4[:, :, :p, :p], axis1=-2, axis2=-1).astype(dtype)
+    diag = jnp.pad(diag, ((0, 0), (0, 0), (0, n - p)))
+    return diag.transpose(0, 2, 1)[..., None]
+
+
+def _probs(q, k, mask, bias, scale, dropout_rate, train, key):
+    """Masked softmax probabilities `[B, H, N, M]` (after dropout when training), and the mask."""
+    b, n, h, dk = q.shape
+    m = k.shape[1]
+    scale = dk**-0.5 if scale is None else scale
+    acc = jnp.promote_types(q.dtype, jnp.float32)
+    logits = jnp.einsum("bnhd,bmhd->bhnm", q, k, preferred_element_type=acc) * scale
+    if bias is not None:
+        logits = logits + jnp.asarray(bias).astype(acc)
+    mask4 = masks.as_4d(mask, b, h, n, m)
+    if mask4 is not None:
+        logits = jnp.where(mask4, logits, jnp.finfo(acc).min)
+    probs = jax.nn.softmax(logits, axis=-1)
+    if mask4 is not None:
+        # Fully masked rows: softmax of an all-min row is uniform, not zero.
+        probs = jnp.where(mask4, probs, 0.0)
+    if train and dropout_rate > 0.0:
+        keep = jax.random.bernoulli(key, 1.0 - dropout_rate, probs.shape)
+        probs = jnp.where(keep, probs / (1.0 - dropout_rate), 0.0)
+    return probs, mask4
+
+
+def _quadratic(
+    params, q, k, v, *, mask, key, train, order, w0, dropout_rate, scale, bias, exact, name
+):
+    check_qkv(q, k, v)
+    _check_order(order, name)
+    _check_dropout(dropout_rate, train, key, name)
+    b, n, h, _ = q.shape
+    m = k.shape[1]
+    probs, mask4 = _probs(q, k, mask, bias, scale, dropout_rate, train, key)
+    acc = probs.dtype
+    vals = v.astype(acc)
+
+    def attend(x):  # Ā X, with X's rows read as key positions
+        return jnp.einsum("bhnm,bmhd->bnhd", probs, _resize_rows(x, m))
+
+    av = attend(vals)
+    if _is_plain(params):
+        return av.astype(v.dtype)
+    c0, c1, ck = _coefficients(params, h, w0, acc, name)
+    if exact:
+        ak_v = av
+        for _ in range(int(order) - 1):
+            ak_v = attend(ak_v)
+    else:
+        ak_v = av + (order - 1) * (attend(av) - av)
+    identity = c0 * _diagonal(mask4, b, h, n, m, acc) * _resize_rows(vals, n)
+    return (identity + c1 * av + ck * ak_v).astype(v.dtype)
+
+
+def apply(
+    params,
+    q,
+    k,
+    v,
+    *,
+    mask=None,
+    key=None,
+    train: bool = False,
+    order: int = 3,
+    w0: float = 0.0,
+    dropout_rate: float = 0.0,
+    scale: float | None = None,
+    bias=None,
+):
+    """GFSA (Eq. 10): `(w_0 I + w_1 Ā + w_K (Ā + (K-1)(Ā² - Ā))) V`, in O(N² d).
+
+    Args:
+      params: `init` output: `{"w_k": [H]}` (optionally `"w_0"`, `"w_1"`: `[H]`, which override
+        the fixed `w0` and 1), or a GFSA_even odd layer's `{"buffers": {PLAIN_LAYER: ...}}`.
+      q: `[B, N, H, Dk]`; k: `[B, M, H, Dk]`; v: `[B, M, H, Dv]`.
+      mask: boolean, broadcastable to `[B, H, N, M]`, or key padding `[B, M]`; True = attend.
+      key: PRNG key for attention dropout (needed when `train` and `dropout_rate > 0`).
+      train: enables attention dropout (applied to Ā before the filter).
+      order: K >= 1 of the approximated Ā^K (K = 2 is exact).
+      w0: the identity coefficient when `params` has no learned `"w_0"`.
+      dropout_rate: dropout on the attention probabilities during training.
+      scale: logit scale; default `Dk ** -0.5`.
+      bias: optional additive logit bias broadcastable to `[B, H, N, M]` (e.g. Graphormer's).
+
+    Returns:
+      `[B, N, H, Dv]` in the dtype of `v`, computed in float32 (float64 for float64 inputs).
+    """
+    hp = dict(order=order, w0=w0, dropout_rate=dropout_rate, scale=scale, bias=bias)
+    return _quadratic(
+        params, q, k, v, mask=mask, key=key, train=train, exact=False, name="gfsa", **hp
+    )
+
+
+def apply_exact(
+    params,
+    q,
+    k,
+    v,
+    *,
+    mask=None,
+    key=None,
+    train: bool = False,
+    order: int = 3,
+    w0: float = 0.0,
+    dropout_rate: float = 0.0,
+    scale: float | None = None,
+    bias=None,
+):
+    """Exact-power GFSA (Eq. 4, Table 9): `(w_0 I + w_1 Ā + w_K Ā^K) V`.
+
+    Ā^K V is computed as Ā(Ā(...(ĀV))), K products of cost O(N² d) each. Arguments, shapes and
+    return value as `apply`.
+    """
+    hp = dict(order=order, w0=w0, dropout_rate=dropout_rate, scale=scale, bias=bias)
+    return _quadratic(
+        params, q, k, v, mask=mask, key=key, train=train, exact=True, name="gfsa_exact", **hp
+    )
+
+
+def gfsa_explicit_apply(
+    params,
+    q,
+    k,
+    v,
+    *,
+    mask=None,
+    key=None,
+    train: bool = False,
+    order: int = 3,
+    w0: float = 0.0,
+    dropout_rate: float = 0.0,
+    scale: float | None = None,
+    bias=None,
+    exact: bool = False,
+):
+    """The authors' formulation: forms the `[B, H, P, P]` filter matrix (P = max(N, M)), O(N³).
+
+    Same result as `apply` (`apply_exact` with `exact=True`, via `matrix_power`) up to rounding;
+    kept only as the baseline for speed comparisons. Arguments, shapes and return value as
+    `apply`.
+    """
+    name = "gfsa_explicit_apply"
+    check_qkv(q, k, v)
+    _check_order(order, name)
+    _check_dropout(dropout_rate, train, key, name)
+    b, n, h, _ = q.shape
+    m = k.shape[1]
+    p = max(n, m)
+    probs, mask4 = _probs(q, k, mask, bias, scale, dropout_rate, train, key)
+    acc = probs.dtype
+    a = jnp.pad(probs, ((0, 0), (0, 0), (0, p - n), (0, p - m)))
+    if _is_plain(params):
+        filt = a
+    else:
+        c0, c1, ck = (
+            c[0, 0, :, 0][None, :, None, None] for c in _coefficients(params, h, w0, acc, name)
+        )
+        if exact:
+            a_k = jnp.linalg.matrix_power(a, int(order))
+        else:
+            a_k = a + (order - 1) * (a @ a - a)
+        diag = _resize_rows(_diagonal(mask4, b, h, n, m, acc), p)[..., 0].transpose(0, 2, 1)
+        filt = c0 * (diag[..., None] * jnp.eye(p, dtype=acc)) + c1 * a + ck * a_k
+    out = jnp.einsum("bhnm,bmhd->bnhd", filt, _resize_rows(v.astype(acc), p))
+    return out[:, :n].astype(v.dtype)
+
+
+def _key_padding(mask, b: int, m: int):
+    """The `[B, M]` key-padding mask of `mask` (None, `[B, M]` or `[B, 1, 1, M]`), or None."""
+    if mask is None:
+        return None
+    mask = jnp.asarray(mask)
+    if mask.ndim == 4 and (mask.shape[1] != 1 or mask.shape[2] != 1):
+        raise ValueError(
+            "gfsa_linear supports key-padding masks only ([B, M] or [B, 1, 1, M]): linear "
+            f"attention never forms the N x M matrix a general mask acts on; got {mask.shape}"
+        )
+    return masks.as_4d(mask, b, 1, 1, m)[:, 0, 0, :]
+
+
+def apply_linear(
+    params,
+    q,
+    k,
+    v,
+    *,
+    mask=None,
+    key=None,
+    train: bool = False,
+    order: int = 3,
+    w0: float = 0.0,
+):
+    """GFSA on Efficient Attention (Sec. 6, Table 40), O(N d²): Ā = ρ_q(Q) ρ_k(K)^T.
+
+    ρ_q: softmax of each query over its Dk features; ρ_k: softmax of each key feature over the
+    M (unmasked) positions. Ā is row-stochastic and never formed: ĀX = ρ_q (ρ_k^T X).
+
+    Args:
+      params: as `apply`.
+      q: `[B, N, H, Dk]`; k: `[B, M, H, Dk]`; v: `[B, M, H, Dv]`.
+      mask: None or key padding `[B, M]` (or `[B, 1, 1, M]`); True = attend. Other 4-D masks
+        raise ValueError.
+      key, train: unused (no attention matrix to drop out).
+      order: K >= 1 of the approximated Ā^K.
+      w0: the identity coefficient when `params` has no learned `"w_0"`.
+
+    Returns:
+      `[B, N, H, Dv]` in the dtype of `v`, computed in float32 (float64 for float64 inputs).
+    """
+    del key, train
+    name = "gfsa_linear"
+    check_qkv(q, k, v)
+    _check_order(order, name)
+    b, n, h, _ = q.shape
+    m = k.shape[1]
+    pad = _key_padding(mask, b, m)
+    acc = jnp.promote_types(jnp.promote_types(q.dtype, k.dtype), jnp.float32)
+    rho_q = jax.nn.softmax(q.astype(acc), axis=-1)
+    k_logits = k.astype(acc)
+    if pad is not None:
+        k_logits = jnp.where(pad[:, :, None, None], k_logits, jnp.finfo(acc).min)
+    rho_k = jax.nn.softmax(k_logits, axis=1)
+    if pad is not None:
+        # All keys masked: the all-min softmax is uniform, not zero.
+        rho_k = jnp.where(pad[:, :, None, None], rho_k, 0.0)
+    vals = v.astype(acc)
+
+    def attend(x):  # ρ_q (ρ_k^T X): a [Dk, Dv] summary per head instead of the N x M matrix
+        summary = jnp.einsum("bmhd,bmhe->bhde", rho_k, _resize_rows(x, m))
+        return jnp.einsum("bnhd,bhde->bnhe", rho_q, summary)
+
+    av = attend(vals)
+    if _is_plain(params):
+        return av.astype(v.dtype)
+    c0, c1, ck = _coefficients(params, h, w0, acc, name)
+    ak_v = av + (order - 1) * (attend(av) - av)
+    p = min(n, m)
+    if pad is None:
+        diag = jnp.ones((b, p), acc)
+    else:
+        diag = pad[:, :p].astype(acc)
+    diag = jnp.pad(diag, ((0, 0), (0, n - p)))[:, :, None, None]
+    identity = c0 * diag * _resize_rows(vals, n)
+    return (identity + c1 * av + ck * ak_v).astype(v.dtype)
+
+
+_INIT_DEFAULTS = {"init_wk": 0.0, "even_layers_only": False, "learn_w0_w1": False}
+
+registry.register(
+    "gfsa",
+    apply=apply,
+    init=init,
+    defaults={"order": 3, "w0": 0.0, "dropout_rate": 0.0, "scale": None, **_INIT_DEFAULTS},
+    doc="graph-filter self-attention: w0 I + A + wK (A + (K-1)(A^2 - A)), O(N^2 d)",
+    inputs=("bias",),
+)
+registry.register(
+    "gfsa_exact",
+    apply=apply_exact,
+    init=init,
+    defaults={"order": 3, "w0": 0.0, "dropout_rate": 0.0, "scale": None, **_INIT_DEFAULTS},
+    doc="graph-filter self-attention with the exact power: w0 I + A + wK A^K (Table 9)",
+    inputs=("bias",),
+)
+registry.register(
+    "gfsa_linear",
+    apply=apply_linear,
+    init=init,
+    defaults={"order": 3, "w0": 0.0, **_INIT_DEFAULTS},
+    doc="GFSA on Efficient Attention (linear, key padding only; Table 40), O(N d^2)",
+)
