@@ -173,6 +173,34 @@ def _plan(n, m, *, keep, sampling, causal, grid, tiles):
     return "grid_2d", tgt, n // w
 
 
+def _window_padding(n, m, *, keep, sampling, causal) -> int:
+    """Positions to append so that 1-D windows tile the sequence (0 when they already do)."""
+    windowed = sampling == "local_1d" or (sampling == "unbiased" and causal)
+    if not windowed or n != m:
+        return 0
+    return (-n) % _windows(keep, f"sampling={sampling!r}")
+
+
+def _padded_apply(pad, params, q, k, v, mask, bias, **kw):
+    """Runs `apply` on inputs padded by `pad` masked positions and crops the output.
+
+    The padded sources are masked out (they never receive weight) and the padded targets are
+    dropped, so a length that the windows do not divide (e.g. 40 tokens + CLS) is handled
+    like a padded batch.
+    """
+    b, n, h, _ = q.shape
+    grow = lambda x: jnp.pad(x, ((0, 0), (0, pad)) + ((0, 0),) * (x.ndim - 2))
+    if mask is None or jnp.ndim(mask) == 2:
+        real = jnp.ones((b, n), bool) if mask is None else jnp.asarray(mask)
+        mask = jnp.concatenate([real, jnp.zeros((b, pad), bool)], axis=1)
+    else:
+        mask = jnp.pad(masks.as_4d(mask, b, h, n, n), ((0, 0), (0, 0), (0, pad), (0, pad)))
+    if bias is not None:
+        bias = jnp.pad(_full_bias(bias, b, h, n, n), ((0, 0), (0, 0), (0, pad), (0, pad)))
+    out = apply(params, grow(q), grow(k), grow(v), mask=mask, bias=bias, **kw)
+    return out[:, :n]
+
+
 def _grid(grid, n):
     if grid is None:
         side = math.isqrt(n)
@@ -488,6 +516,30 @@ def apply(
             scale=scale,
         ).astype(v.dtype)
 
+    pad = _window_padding(n, m, keep=keep, sampling=sampling, causal=causal)
+    if pad and mode != "dense":
+        return _padded_apply(
+            pad,
+            params,
+            q,
+            k,
+            v,
+            mask,
+            bias,
+            key=key,
+            train=train,
+            subsample=subsample,
+            keep=keep,
+            sampling=sampling,
+            causal=causal,
+            grid=grid,
+            tiles=tiles,
+            always_keep=always_keep,
+            dropout_rate=dropout_rate,
+            scale=scale,
+            eval_mode=eval_mode,
+            ensemble_samples=ensemble_samples,
+        )
     if mode == "dense":
         if train and dropout_rate > 0.0 and key is None:
             raise ValueError("ssa: train=True with dropout_rate > 0 needs `key`")
