@@ -13,6 +13,7 @@ v `[B, M, H, Dv]` -> `[B, N, H, Dv]`. Masks are boolean, True = attend.
 from attention import (  # noqa: F401
     chunked,
     gfsa,
+    grf,
     linear,
     linformer,
     local,

@@ -6,7 +6,7 @@ import ml_collections
 
 import attention
 
-__all__ = ["trainer_config", "attention_config"]
+__all__ = ["trainer_config", "attention_config", "sequence_attention"]
 
 
 def trainer_config() -> ml_collections.ConfigDict:
@@ -48,6 +48,19 @@ def attention_config(name: str, **hparams) -> ml_collections.ConfigDict:
     values.update({k: v for k, v in hparams.items() if k in values})
     c = ml_collections.ConfigDict({"name": name})
     for k, v in values.items():
-        # None-valued defaults (e.g. softmax's scale) need a typed placeholder to be overridable.
-        c[k] = ml_collections.FieldReference(v, field_type=float) if v is None else v
+        # None-valued defaults need a typed placeholder to be overridable: `scale` is a number,
+        # the others (grid shapes, tiles) are tuples.
+        if v is None:
+            v = ml_collections.FieldReference(None, field_type=float if k == "scale" else tuple)
+        c[k] = v
     return c
+
+
+def sequence_attention(att: ml_collections.ConfigDict, length: int, *, cls: bool) -> None:
+    """Adapts graph-structured mechanisms to a 1-D sequence of `length` tokens (+ a CLS token):
+    GRF masks over the path graph (a 1 x length grid) with the CLS token linked to every token.
+    Mechanisms without these hyper-parameters are left unchanged."""
+    if att.get("graph") == "grid" and "grid" in att:
+        att.grid = (1, length)
+    if "cls_token" in att:
+        att.cls_token = cls

@@ -89,6 +89,7 @@ def get_config(arg: str | None = None):
         c.optimizer.lr = 1e-2 * 4**0.5
     elif args.preset != "paper":
         raise config_lib.ConfigError(f"unknown preset {args.preset!r}; known: paper, cpu, smoke")
+    common.sequence_attention(c.attention, data.max_length, cls=model.pool == "cls")
     return c
 
 

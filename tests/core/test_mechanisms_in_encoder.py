@@ -21,6 +21,9 @@ PARAM_COUNTS = {
     "local": 11_786,
     "ssa": 11_786,
     "linformer": 11_786 + 2 * 32 * 41,  # E and F: [proj_len 32, max_len 40 + CLS]
+    # modulation f: [4 heads, max_walk_len 10 + 1]; the frozen walks are buffers
+    "grf": 11_786 + 4 * 11,
+    "grf_dense": 11_786 + 4 * 11,
     "gfsa": 11_786 + 4,  # w_K per head
     "gfsa_exact": 11_786 + 4,
     "gfsa_linear": 11_786 + 4,

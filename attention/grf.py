@@ -1,0 +1,706 @@
+"""GRF topological masking: linear attention masked by graph random features.
+
+Reid et al., "Linear Transformer Topological Masking with Graph Random Features",
+arXiv:2410.03462 (2024). Tokens are the nodes of a graph G with normalised adjacency
+`W = D^{-1/2} A D^{-1/2}` (Sec. 3.1). The mask is a learnable power series in W (Eq. 4),
+parameterised through its "deconvolution" f (Remark 3.1, Alg. 1: the f_t are what is learned):
+
+    M_alpha = sum_k alpha_k W^k = Phi_G Phi_G^T,   Phi_G = sum_{t=0}^{L} f_t W^t,
+    alpha_k = sum_{p=0}^{k} f_p f_{k-p}.
+
+Graph random features (Sec. 3.3, Eq. 10) estimate the rows of Phi_G without bias from `n`
+halting random walks per node (see `attention.graphs.random_walks` for the loads):
+
+    phi_i = (1/n) sum_{w=1}^{n} sum_{t=0}^{len_w} load_{w,t} f_t e_{node_{w,t}},
+    E[phi_i . phi_j] = M_alpha[i, j]   (i != j; the diagonal is biased up by O(1/n)).
+
+Masked linear attention with ReLU features (Eqs. 5-7, 12; phi = ReLU as in every experiment):
+
+    out_i = sum_j M_ij relu(q_i).relu(k_j) v_j / sum_j M_ij relu(q_i).relu(k_j),
+
+computed in O(N) without any N x N matrix by expanding `M_ij = sum_v phi_i[v] phi_j[v]` over the
+at most `S = n_walks * (max_walk_len + 1)` nonzeros of each phi_i:
+
+    T_v = sum_j phi_j[v] relu(k_j) [v_j, 1]^T      (scatter-add; [N, Dk, Dv + 1])
+    [num_i, den_i] = sum_v phi_i[v] relu(q_i)^T T_v  (gather).
+
+The walk slots are processed `slot_chunk` at a time in a `lax.scan`, so the largest intermediate
+has `B * H * N * slot_chunk * Dk * (Dv + 1)` elements. (The 1/sqrt(d) query scaling of the
+authors' code cancels in the ratio and is omitted.)
+
+Registered names:
+  * `grf`: the O(N) estimator. `resample=False` (image grids, Sec. 4 "ViT"): walks are sampled
+    once at `init` per head (and per layer, since every layer has its own init key) and stored in
+    `params["buffers"]`. `resample=True` (changing graphs, Sec. 4 "HD-VPD"): fresh walks from `key`
+    on every call, including evaluation.
+  * `grf_dense`: the exact mask `Phi_G Phi_G^T` (= sum_k alpha_k W^k on undirected graphs),
+    materialised as N x N: the n -> infinity limit of `grf` with the same parameters f (the
+    paper's "M_alpha(G)-masked linear" row of Table 1), a baseline and reference with O(N^2)
+    memory; building the mask costs O(N^2 K L) for the powers of W plus an O(N^3) matmul.
+
+Graphs (`graph`): `"grid"`, the 4-neighbour patch grid `grid=(h, w)` (square from N when None);
+`"knn"`, the directed k-NN graph of the `coords` input ([B, N, C]; k = `knn_k`), rebuilt per call
+as in the HD-VPD experiments (App. C.3); `"input"`, the `adjacency` input, a padded neighbour list
+int `[B, N, K]` or `[N, K]` (`-1` = empty slot). Walks on a directed graph estimate
+`Phi_G Phi_G^T`, which `grf_dense` computes too.
+
+Choices where the paper is silent (notes `grf_masking.md` Sec. 6):
+  * f is per head (and per layer), shape `[H, max_walk_len + 1]`, initialised to
+    `exp(-f_decay * t)` with `f_decay = 0.01` (the authors' code; 6.7). f is unconstrained, as in
+    the paper: if training drives f negative, M can be negative and a denominator can vanish (6.8);
+    a zero denominator gives a zero output, never NaN.
+  * Walks are i.i.d. (optionally antithetic), not the repelling walks of the authors' code (6.10).
+  * Masks: key padding only (`[B, M]` or `[B, 1, 1, M]`). A padded node neither attends nor is
+    attended: its key and value are dropped and its own output is zero. It stays in a grid or
+    input graph as a node walks may pass through (its q, k, v never enter); k-NN graphs drop it.
+  * `cls_token=True` (6.12, as the authors' code pads the mask with ones): token 0 is a CLS token
+    outside the graph with mask 1 to and from every token (M_0j = M_i0 = 1); the graph nodes are
+    tokens 1..N-1, and `grid`, `coords` and `adjacency` describe those N - 1 nodes.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attention import graphs, masks, registry
+from attention.softmax import check_qkv
+
+__all__ = [
+    "init",
+    "init_dense",
+    "apply",
+    "apply_dense",
+    "walk_features",
+    "sparse_masked_linear_attention",
+    "exact_mask",
+]
+
+_GRAPHS = ("grid", "knn", "input")
+
+
+# ------------------------------------------------------------------------------------ checks
+
+
+def _check_hparams(name, *, graph, max_walk_len, p_halt=0.5, n_walks=1, slot_chunk=1) -> None:
+    if graph not in _GRAPHS:
+        raise ValueError(f"{name}: graph must be one of {_GRAPHS}, got {graph!r}")
+    if not isinstance(max_walk_len, int | np.integer) or max_walk_len < 0:
+        raise ValueError(f"{name}: max_walk_len must be an integer >= 0, got {max_walk_len!r}")
+    if not 0.0 < p_halt < 1.0:
+        raise ValueError(f"{name}: p_halt must be in (0, 1), got {p_halt!r}")
+    if not isinstance(n_walks, int | np.integer) or n_walks < 1:
+        raise ValueError(f"{name}: n_walks must be a positive integer, got {n_walks!r}")
+    if not isinstance(slot_chunk, int | np.integer) or slot_chunk < 1:
+        raise ValueError(f"{name}: slot_chunk must be a positive integer, got {slot_chunk!r}")
+
+
+def _grid_neighbors(name, grid, n_nodes: int) -> np.ndarray:
+    if grid is None:
+        side = math.isqrt(n_nodes)
+        if side * side != n_nodes:
+            raise ValueError(
+                f"{name}: graph='grid' with grid=None needs a square number of graph nodes, "
+                f"got {n_nodes}; pass grid=(h, w)"
+            )
+        grid = (side, side)
+    if len(grid) != 2 or grid[0] * grid[1] != n_nodes:
+        raise ValueError(f"{name}: grid={tuple(grid)} does not have {n_nodes} graph nodes")
+    return graphs.grid_graph(int(grid[0]), int(grid[1]))
+
+
+def _key_padding(name, mask, b: int, n: int):
+    """The boolean key-padding mask `[B, N]` of `mask`, or None; other masks raise."""
+    if mask is None:
+        return None
+    mask = jnp.asarray(mask)
+    if mask.dtype != jnp.bool_:
+        raise ValueError(f"{name}: the attention mask must be boolean, got {mask.dtype}")
+    if mask.ndim == 2 or (mask.ndim == 4 and mask.shape[1:3] == (1, 1)):
+        return masks.as_4d(mask, b, 1, n, n)[:, 0, 0, :]
+    raise ValueError(
+        f"{name} supports key-padding masks only ([B, M] or [B, 1, 1, M]), got shape "
+        f"{mask.shape}: a general [B, H, N, M] mask does not factorise through graph features"
+    )
+
+
+def _neighbors(name, graph, grid, knn_k, n_nodes, b, coords, adjacency, node_valid):
+    """The graph's neighbour list: `[N_g, K]` (shared by the batch) or `[B, N_g, K]`."""
+    if graph == "grid":
+        return jnp.asarray(_grid_neighbors(name, grid, n_nodes))
+    if graph == "knn":
+        if coords is None:
+            raise ValueError(f"{name}: graph='knn' needs the `coords` input [B, N, C]")
+        coords = jnp.asarray(coords)
+        if coords.ndim == 2:
+            coords = jnp.broadcast_to(coords, (b, *coords.shape))
+        if coords.ndim != 3 or coords.shape[:2] != (b, n_nodes):
+            raise ValueError(
+                f"{name}: coords must be [B, N_graph, C] = [{b}, {n_nodes}, C], got {coords.shape}"
+            )
+        if not isinstance(knn_k, int | np.integer) or not 1 <= knn_k < n_nodes:
+            raise ValueError(f"{name}: knn_k must be in [1, {n_nodes - 1}], got {knn_k!r}")
+        return graphs.batch_knn_graph(coords, int(knn_k), node_valid)
+    if adjacency is None:
+        raise ValueError(
+            f"{name}: graph='input' needs the `adjacency` input, a neighbour list [B, N, K]"
+        )
+    adjacency = jnp.asarray(adjacency)
+    if not jnp.issubdtype(adjacency.dtype, jnp.integer):
+        raise ValueError(
+            f"{name}: adjacency must be an integer neighbour list (-1 = empty), got "
+            f"{adjacency.dtype}"
+        )
+    if (
+        adjacency.ndim not in (2, 3)
+        or adjacency.shape[-2] != n_nodes
+        or (adjacency.ndim == 3 and adjacency.shape[0] != b)
+    ):
+        raise ValueError(
+            f"{name}: adjacency must be [B, N_graph, K] or [N_graph, K] with B={b}, "
+            f"N_graph={n_nodes}; got {adjacency.shape}"
+        )
+    return adjacency.astype(jnp.int32)
+
+
+def _modulation(name, params, h: int, max_walk_len: int, dtype):
+    f = params.get("f") if isinstance(params, Mapping) else None
+    if f is None or jnp.shape(f) != (h, max_walk_len + 1):
+        got = None if f is None else jnp.shape(f)
+        raise ValueError(
+            f"{name}: params['f'] must have shape [num_heads, max_walk_len + 1] = "
+            f"{(h, max_walk_len + 1)}, got {got}"
+        )
+    return jnp.asarray(f).astype(dtype)
+
+
+def _as_tuple(grid):
+    """`grid` as a hashable tuple (it is a static argument of the jitted bodies)."""
+    return None if grid is None else tuple(int(x) for x in grid)
+
+
+def _init_f(num_heads: int, max_walk_len: int, f_decay: float):
+    t = jnp.arange(max_walk_len + 1, dtype=jnp.float32)
+    return jnp.tile(jnp.exp(-f_decay * t)[None], (num_heads, 1))
+
+
+# -------------------------------------------------------------------------------------- init
+
+
+def init(
+    key,
+    *,
+    num_heads: int,
+    head_dim: int,
+    model_dim=None,
+    max_len=None,
+    layer_index: int = 0,
+    num_layers: int = 1,
+    max_walk_len: int = 10,
+    f_decay: float = 0.01,
+    p_halt: float = 0.1,
+    n_walks: int = 20,
+    antithetic: bool = False,
+    grid=None,
+    graph: str = "grid",
+    resample: bool = False,
+    cls_token: bool = False,
+):
+    """Creates the modulation f and, when `resample=False`, the frozen walks.
+
+    Args:
+      key: PRNG key for the frozen walks (each layer's own key gives it its own walks).
+      num_heads: H. `head_dim`, `model_dim`, `layer_index`, `num_layers`: unused.
+      max_len: the sequence length N (CLS included); sizes the grid when `grid` is None.
+      max_walk_len, f_decay: f has `max_walk_len + 1` coefficients `exp(-f_decay * t)`.
+      p_halt, n_walks, antithetic, grid, graph, resample, cls_token: as in `apply`.
+
+    Returns:
+      `{"f": [H, max_walk_len + 1]}` plus, for frozen walks,
+      `{"buffers": {"walk_nodes": int32 [H, N_g, n_walks, max_walk_len + 1],
+      "walk_loads": float32 [H, N_g, n_walks, max_walk_len + 1]}}`: the node each walker is at
+      after t hops and its importance-weighted load (0 after it halts), independent per head.
+      `N_g = h * w` from `grid`, else `max_len - cls_token` (must be a square).
+    """
+    del head_dim, model_dim, layer_index, num_layers
+    _check_hparams("grf", graph=graph, max_walk_len=max_walk_len, p_halt=p_halt, n_walks=n_walks)
+    params = {"f": _init_f(num_heads, max_walk_len, f_decay)}
+    if resample:
+        return params
+    if graph != "grid":
+        raise ValueError(
+            f"grf: frozen walks (resample=False) need a fixed graph (graph='grid'); "
+            f"graph={graph!r} changes with the input, so use resample=True"
+        )
+    if grid is None and max_len is None:
+        raise ValueError("grf: frozen walks need grid=(h, w) or init's max_len (sequence length)")
+    n_nodes = grid[0] * grid[1] if grid is not None else max_len - int(cls_token)
+    nbrs = _grid_neighbors("grf", grid, n_nodes)
+
+    nodes, loads = graphs.random_walks(
+        key,
+        nbrs,
+        n_walks=n_walks,
+        max_len=max_walk_len,
+        p_halt=p_halt,
+        antithetic=antithetic,
+        sample_shape=(num_heads,),
+        dtype=jnp.float32,
+    )
+    params["buffers"] = {"walk_nodes": nodes, "walk_loads": loads}
+    return params
+
+
+def init_dense(
+    key,
+    *,
+    num_heads: int,
+    head_dim: int,
+    model_dim=None,
+    max_len=None,
+    layer_index: int = 0,
+    num_layers: int = 1,
+    max_walk_len: int = 10,
+    f_decay: float = 0.01,
+):
+    """Creates `{"f": [H, max_walk_len + 1]}`, initialised to `exp(-f_decay * t)`."""
+    del key, head_dim, model_dim, max_len, layer_index, num_layers
+    return {"f": _init_f(num_heads, max_walk_len, f_decay)}
+
+
+# ---------------------------------------------------------------------------- the O(N) path
+
+
+def walk_features(nodes, loads, f, *, cls_token: bool = False):
+    """Sparse GRFs from walks: `phi_i = sum_s val[i, s] e_{idx[i, s]}` (Eq. 10).
+
+    Args:
+      nodes: int `[..., H, N_g, n_walks, T]` walk positions (T = max_walk_len + 1).
+      loads: `[..., H, N_g, n_walks, T]` importance-weighted loads.
+      f: `[H, T]` modulation coefficients.
+      cls_token: shift node ids by one and prepend an empty feature row for token 0.
+
+    Returns:
+      `(idx, val)`, each `[..., H, N, n_walks * T]` with `N = N_g + cls_token`.
+    """
+    n_walks = nodes.shape[-2]
+    val = loads * f[:, None, None, :] / n_walks
+    idx = nodes.reshape(*nodes.shape[:-2], -1) + int(cls_token)
+    val = val.reshape(*val.shape[:-2], -1)
+    if cls_token:
+        pad = [(0, 0)] * (idx.ndim - 2) + [(1, 0), (0, 0)]
+        idx, val = jnp.pad(idx, pad), jnp.pad(val, pad)
+    return idx, val
+
+
+@functools.partial(jax.jit, static_argnames=("chunk",))
+def _scatter_gather(idx, val, qf, kvf, chunk: int):
+    """`z_i = sum_s val[i,s] qf_i^T T[idx[i,s]]` with `T = G^T kvf` (G the sparse features).
+
+    idx, val: `[N, S]`; qf: `[N, D]`; kvf: `[N, D, E]` -> `[N, E]`.
+    """
+    n, s = idx.shape
+    _, d, e = kvf.shape
+    c = min(chunk, s)
+    pad = (-s) % c
+    idx = jnp.pad(idx, ((0, 0), (0, pad))).reshape(n, -1, c).transpose(1, 0, 2)
+    val = jnp.pad(val, ((0, 0), (0, pad))).reshape(n, -1, c).transpose(1, 0, 2)
+    x = kvf.reshape(n, d * e)
+
+    # Rematerialised bodies keep the backward pass at O(N D E), instead of saving the
+    # [N, chunk, D * E] gathers of every scan step. Indices are flattened to 1-D: XLA's CPU
+    # scatter is several times slower to differentiate with a 2-D index array.
+    @jax.checkpoint
+    def scatter(t, slots):
+        i, w = slots
+        upd = (w[..., None] * x[:, None, :]).reshape(n * c, d * e)
+        return t.at[i.reshape(-1)].add(upd), None
+
+    t, _ = jax.lax.scan(scatter, jnp.zeros_like(x), (idx, val))
+    t = t.reshape(n, d, e)
+
+    @jax.checkpoint
+    def gather(z, slots):
+        i, w = slots
+        y = jnp.einsum("nd,ncde->nce", qf, t[i.reshape(-1)].reshape(n, c, d, e))
+        return z + jnp.einsum("nc,nce->ne", w, y), None
+
+    z, _ = jax.lax.scan(gather, jnp.zeros((n, e), kvf.dtype), (idx, val))
+    return z
+
+
+@functools.partial(jax.jit, static_argnames=("cls_token", "slot_chunk"))
+def sparse_masked_linear_attention(
+    q, k, v, idx, val, *, key_valid=None, cls_token: bool = False, slot_chunk: int = 8
+):
+    """Linear attention (ReLU features) masked by `M_ij = phi_i . phi_j`, in O(N S).
+
+    Args:
+      q, k: `[B, N, H, Dk]`; v: `[B, N, H, Dv]`.
+      idx: int `[B, H, N, S]` or `[H, N, S]` (shared by the batch): feature i is
+        `phi_i = sum_s val[..., i, s] e_{idx[..., i, s]}`; indices may repeat (values add).
+      val: float, same shape as `idx`.
+      key_valid: optional boolean `[B, N]`; invalid tokens neither attend nor are attended
+        (their outputs are zero).
+      cls_token: token 0 has mask 1 to and from every token; its features are ignored.
+      slot_chunk: feature slots per scan step (memory `N * slot_chunk * Dk * (Dv + 1)`).
+
+    Returns:
+      `[B, N, H, Dv]` in the dtype of v; rows with a zero denominator are zero.
+    """
+    acc = jnp.promote_types(jnp.promote_types(q.dtype, v.dtype), jnp.float32)
+    qf = jax.nn.relu(jnp.moveaxis(q, 2, 1).astype(acc))  # [B, H, N, Dk]
+    kf = jax.nn.relu(jnp.moveaxis(k, 2, 1).astype(acc))
+    vv = jnp.moveaxis(v, 2, 1).astype(acc)
+    ve = jnp.concatenate([vv, jnp.ones_like(vv[..., :1])], axis=-1)  # denominator as a column
+    kvf = kf[..., :, None] * ve[..., None, :]  # [B, H, N, Dk, Dv + 1]
+    if key_valid is not None:
+        kvf = kvf * key_valid[:, None, :, None, None].astype(acc)
+    val = jnp.asarray(val).astype(acc)
+    if cls_token:
+        # CLS is outside the graph: its mask entries are added exactly below.
+        val = jnp.where(idx == 0, 0.0, val).at[..., 0, :].set(0.0)
+    # Every (batch, head) graph becomes a block of one graph with B * H * N nodes, so that the
+    # scatter stays a plain 1-D one (vmapped scatters are several times slower on CPU).
+    b, h, n, d = qf.shape
+    e = kvf.shape[-1]
+    idx = jnp.broadcast_to(idx, (b, h, n, idx.shape[-1]))
+    idx = idx + (jnp.arange(b * h, dtype=idx.dtype) * n).reshape(b, h, 1, 1)
+    val = jnp.broadcast_to(val, idx.shape)
+    z = _scatter_gather(
+        idx.reshape(b * h * n, -1),
+        val.reshape(b * h * n, -1),
+        qf.reshape(b * h * n, d),
+        kvf.reshape(b * h * n, d, e),
+        slot_chunk,
+    ).reshape(b, h, n, e)
+    if cls_token:
+        z = z.at[:, :, 1:].add(jnp.einsum("bhnd,bhde->bhne", qf[:, :, 1:], kvf[:, :, 0]))
+        z = z.at[:, :, 0].set(jnp.einsum("bhd,bhde->bhe", qf[:, :, 0], kvf.sum(axis=2)))
+    return _normalise(z, key_valid, v.dtype)
+
+
+def _normalise(z, key_valid, dtype):
+    num, den = z[..., :-1], z[..., -1:]
+    nonzero = den != 0
+    out = jnp.where(nonzero, num / jnp.where(nonzero, den, 1.0), 0.0)
+    if key_valid is not None:
+        out = out * key_valid[:, None, :, None].astype(out.dtype)
+    return jnp.moveaxis(out, 1, 2).astype(dtype)
+
+
+@functools.partial(
+    jax.jit,
+    static_argnames=(
+        "p_halt",
+        "n_walks",
+        "max_walk_len",
+        "antithetic",
+        "grid",
+        "graph",
+        "knn_k",
+        "resample",
+        "cls_token",
+        "slot_chunk",
+    ),
+)
+def _apply_jit(
+    params,
+    q,
+    k,
+    v,
+    mask,
+    key,
+    coords,
+    adjacency,
+    *,
+    p_halt,
+    n_walks,
+    max_walk_len,
+    antithetic,
+    grid,
+    graph,
+    knn_k,
+    resample,
+    cls_token,
+    slot_chunk,
+):
+    # Validation below runs at trace time, in Python.
+    check_qkv(q, k, v)
+    _check_hparams(
+        "grf",
+        graph=graph,
+        max_walk_len=max_walk_len,
+        p_halt=p_halt,
+        n_walks=n_walks,
+        slot_chunk=slot_chunk,
+    )
+    b, n, h, _ = q.shape
+    if k.shape[1] != n:
+        raise ValueError(f"grf: queries and keys must be the same N nodes, got {n}, {k.shape[1]}")
+    n_nodes = n - int(cls_token)
+    if n_nodes < 1:
+        raise ValueError(f"grf: cls_token=True needs at least 2 tokens, got {n}")
+    acc = jnp.promote_types(jnp.promote_types(q.dtype, v.dtype), jnp.float32)
+    f = _modulation("grf", params, h, max_walk_len, acc)
+    key_valid = _key_padding("grf", mask, b, n)
+    node_valid = None if key_valid is None else key_valid[:, int(cls_token) :]
+    walk_shape = (h, n_nodes, n_walks, max_walk_len + 1)
+    if resample:
+        if key is None:
+            raise ValueError(
+                "grf: resample=True samples fresh walks on every call and needs `key` (also at "
+                "evaluation); pass key=... or use resample=False (walks frozen at init)"
+            )
+        nbrs = _neighbors("grf", graph, grid, knn_k, n_nodes, b, coords, adjacency, node_valid)
+
+        # Independent walks per batch element and head (the graph may differ per element).
+        nodes, loads = graphs.random_walks(
+            key,
+            nbrs,
+            n_walks=n_walks,
+            max_len=max_walk_len,
+            p_halt=p_halt,
+            antithetic=antithetic,
+            sample_shape=(b, h) if nbrs.ndim == 2 else (h,),
+            dtype=acc,
+        )
+    else:
+        buffers = params.get("buffers", {}) if isinstance(params, Mapping) else {}
+        if "walk_nodes" not in buffers or "walk_loads" not in buffers:
+            raise ValueError(
+                "grf: resample=False needs the frozen walks in params['buffers'] "
+                "(walk_nodes, walk_loads): create params with this mechanism's init"
+            )
+        if graph != "grid":
+            raise ValueError(f"grf: resample=False needs graph='grid', got graph={graph!r}")
+        nodes, loads = buffers["walk_nodes"], buffers["walk_loads"]
+        if tuple(nodes.shape) != walk_shape or tuple(loads.shape) != walk_shape:
+            raise ValueError(
+                f"grf: frozen walks have shape {tuple(nodes.shape)}, expected "
+                f"[H, N_graph, n_walks, max_walk_len + 1] = {walk_shape}; the walks were made "
+                "for another sequence length or hyper-parameters"
+            )
+        _grid_neighbors("grf", grid, n_nodes)  # validates the grid against N
+        loads = jnp.asarray(loads).astype(acc)
+    idx, val = walk_features(jnp.asarray(nodes), loads, f, cls_token=cls_token)
+    return sparse_masked_linear_attention(
+        q, k, v, idx, val, key_valid=key_valid, cls_token=cls_token, slot_chunk=slot_chunk
+    )
+
+
+def apply(
+    params,
+    q,
+    k,
+    v,
+    *,
+    mask=None,
+    key=None,
+    train: bool = False,
+    p_halt: float = 0.1,
+    n_walks: int = 20,
+    max_walk_len: int = 10,
+    antithetic: bool = False,
+    grid=None,
+    graph: str = "grid",
+    knn_k: int = 3,
+    resample: bool = False,
+    cls_token: bool = False,
+    slot_chunk: int = 8,
+    coords=None,
+    adjacency=None,
+):
+    """GRF-masked linear attention (Alg. 1), O(N).
+
+    Args:
+      params: `init`'s output: `f` `[H, max_walk_len + 1]` and, unless `resample`, the frozen
+        walks under `"buffers"`.
+      q, k: `[B, N, H, Dk]`; v: `[B, N, H, Dv]` (self-attention over the N tokens = nodes).
+      mask: None or key padding `[B, N]` / `[B, 1, 1, N]` (True = real token).
+      key: PRNG key for fresh walks; required when `resample=True` (train or not).
+      train: unused (walks are frozen or resampled independently of the mode).
+      p_halt, n_walks, max_walk_len, antithetic: the walk sampler (`graphs.random_walks`).
+      grid, graph, knn_k: the graph (module docstring).
+      resample: sample new walks from `key` on every call instead of using the frozen ones.
+      cls_token: token 0 is a CLS token with mask 1 to and from everything.
+      slot_chunk: feature slots per scan step (a memory/speed knob only).
+      coords: `[B, N_g, C]` point coordinates (graph="knn").
+      adjacency: int `[B, N_g, K]` or `[N_g, K]` neighbour list with ids in [0, N_g), -1 = empty
+        (graph="input").
+
+    Returns:
+      `[B, N, H, Dv]` in the dtype of v (computed in float32, or float64 for float64 inputs).
+    """
+    del train
+    return _apply_jit(
+        params,
+        q,
+        k,
+        v,
+        mask,
+        key,
+        coords,
+        adjacency,
+        p_halt=p_halt,
+        n_walks=n_walks,
+        max_walk_len=max_walk_len,
+        antithetic=antithetic,
+        grid=_as_tuple(grid),
+        graph=graph,
+        knn_k=knn_k,
+        resample=resample,
+        cls_token=cls_token,
+        slot_chunk=slot_chunk,
+    )
+
+
+# ------------------------------------------------------------------------- the dense baseline
+
+
+def exact_mask(nbrs, f):
+    """The exact mask `Phi Phi^T` with `Phi = sum_t f[h, t] W^t` (= sum_k alpha_k W^k, W = W^T).
+
+    Powers of W are applied through the neighbour list (O(N^2 K) each); the product
+    `Phi Phi^T` is a dense O(N^3) matmul.
+
+    Args:
+      nbrs: int `[N, K]` neighbour list (-1 = empty slot).
+      f: `[H, T]` modulation coefficients.
+
+    Returns:
+      `[H, N, N]` in the dtype of f.
+    """
+    nbrs = jnp.asarray(nbrs)
+    n = nbrs.shape[0]
+    w = graphs.edge_weights(nbrs, f.dtype)
+    safe = jnp.maximum(nbrs, 0)
+    power = jnp.eye(n, dtype=f.dtype)
+
+    def step(p, f_t):
+        # (W P)[i] = sum_r W[i, nbrs[i, r]] P[nbrs[i, r]]
+        p = sum(w[:, r, None] * p[safe[:, r]] for r in range(nbrs.shape[1]))
+        return p, f_t[:, None, None] * p[None]
+
+    _, terms = jax.lax.scan(step, power, f[:, 1:].T)
+    phi = f[:, 0, None, None] * power[None] + terms.sum(axis=0)
+    return jnp.einsum("hiv,hjv->hij", phi, phi)
+
+
+@functools.partial(jax.jit, static_argnames=("max_walk_len", "grid", "graph", "knn_k", "cls_token"))
+def _apply_dense_jit(
+    params, q, k, v, mask, coords, adjacency, *, max_walk_len, grid, graph, knn_k, cls_token
+):
+    check_qkv(q, k, v)
+    _check_hparams("grf_dense", graph=graph, max_walk_len=max_walk_len)
+    b, n, h, _ = q.shape
+    if k.shape[1] != n:
+        raise ValueError(
+            f"grf_dense: queries and keys must be the same N nodes, got {n} and {k.shape[1]}"
+        )
+    n_nodes = n - int(cls_token)
+    if n_nodes < 1:
+        raise ValueError(f"grf_dense: cls_token=True needs at least 2 tokens, got {n}")
+    acc = jnp.promote_types(jnp.promote_types(q.dtype, v.dtype), jnp.float32)
+    f = _modulation("grf_dense", params, h, max_walk_len, acc)
+    key_valid = _key_padding("grf_dense", mask, b, n)
+    node_valid = None if key_valid is None else key_valid[:, int(cls_token) :]
+    nbrs = _neighbors("grf_dense", graph, grid, knn_k, n_nodes, b, coords, adjacency, node_valid)
+    if nbrs.ndim == 3:
+        m = jax.vmap(exact_mask, in_axes=(0, None))(nbrs, f)  # [B, H, N_g, N_g]
+    else:
+        m = exact_mask(nbrs, f)[None]
+    if cls_token:
+        pad = [(0, 0), (0, 0), (1, 0), (1, 0)]
+        m = jnp.pad(m, pad, constant_values=1.0)
+    qf = jax.nn.relu(jnp.moveaxis(q, 2, 1).astype(acc))
+    kf = jax.nn.relu(jnp.moveaxis(k, 2, 1).astype(acc))
+    a = jnp.einsum("bhnd,bhmd->bhnm", qf, kf) * m
+    if key_valid is not None:
+        a = a * key_valid[:, None, None, :].astype(acc)
+    vv = jnp.moveaxis(v, 2, 1).astype(acc)
+    z = jnp.concatenate(
+        [jnp.einsum("bhnm,bhmd->bhnd", a, vv), a.sum(axis=-1, keepdims=True)], axis=-1
+    )
+    return _normalise(z, key_valid, v.dtype)
+
+
+def apply_dense(
+    params,
+    q,
+    k,
+    v,
+    *,
+    mask=None,
+    key=None,
+    train: bool = False,
+    max_walk_len: int = 10,
+    grid=None,
+    graph: str = "grid",
+    knn_k: int = 3,
+    cls_token: bool = False,
+    coords=None,
+    adjacency=None,
+):
+    """Linear attention (ReLU features) with the exact dense mask `sum_k alpha_k W^k`, O(N^2).
+
+    Args and returns as `apply` (no walks: `params` is `{"f": [H, max_walk_len + 1]}`).
+    """
+    del key, train
+    return _apply_dense_jit(
+        params,
+        q,
+        k,
+        v,
+        mask,
+        coords,
+        adjacency,
+        max_walk_len=max_walk_len,
+        grid=_as_tuple(grid),
+        graph=graph,
+        knn_k=knn_k,
+        cls_token=cls_token,
+    )
+
+
+registry.register(
+    "grf",
+    apply=apply,
+    init=init,
+    defaults={
+        "p_halt": 0.1,
+        "n_walks": 20,
+        "max_walk_len": 10,
+        "antithetic": False,
+        "grid": None,
+        "graph": "grid",
+        "knn_k": 3,
+        "resample": False,
+        "cls_token": False,
+        "slot_chunk": 8,
+        "f_decay": 0.01,
+    },
+    doc="linear attention with a graph-random-feature topological mask (Reid et al. 2024), O(N)",
+    inputs=("coords", "adjacency"),
+)
+
+registry.register(
+    "grf_dense",
+    apply=apply_dense,
+    init=init_dense,
+    defaults={
+        "max_walk_len": 10,
+        "grid": None,
+        "graph": "grid",
+        "knn_k": 3,
+        "cls_token": False,
+        "f_decay": 0.01,
+    },
+    doc="linear attention with the exact dense mask sum_k alpha_k W^k (GRF's n -> inf limit)",
+    inputs=("coords", "adjacency"),
+)
