@@ -8,7 +8,10 @@ parameters alone and a run resumes exactly from (params, optimizer state, step).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
+import types
 
 import jax
 import jax.numpy as jnp
@@ -21,6 +24,7 @@ __all__ = [
     "dropout",
     "sinusoidal_positions",
     "Buffer",
+    "attention_inputs",
     "Attention",
     "MlpBlock",
     "EncoderBlock",
@@ -30,6 +34,21 @@ __all__ = [
 ]
 
 _xavier = nnx.initializers.xavier_uniform()
+_CALL_INPUTS: contextvars.ContextVar = contextvars.ContextVar(
+    "attention_inputs", default=types.MappingProxyType({})
+)
+
+
+@contextlib.contextmanager
+def attention_inputs(**inputs):
+    """Extra inputs for every attention layer called (traced) inside the block; each mechanism
+    receives those it declares. The trainer uses it for phases that change the attention, e.g.
+    `subsample=False` for SSA's dense fine-tuning ("+FT")."""
+    token = _CALL_INPUTS.set({**_CALL_INPUTS.get(), **inputs})
+    try:
+        yield
+    finally:
+        _CALL_INPUTS.reset(token)
 
 
 def dropout(x, rate: float, key, train: bool):
@@ -138,7 +157,8 @@ class Attention(nnx.Module):
         if buffers:
             params["buffers"] = buffers
         # A caller may pass its own `x` (SAMSA scores the raw, un-normalised layer input).
-        extra = {k: v for k, v in {"x": x, **inputs}.items() if k in self.mechanism.inputs}
+        given = {"x": x, **_CALL_INPUTS.get(), **inputs}
+        extra = {k: v for k, v in given.items() if k in self.mechanism.inputs}
         q, k = (self.query(x), self.key(x)) if self.mechanism.needs_qk else (None, None)
         out = self.mechanism.apply(
             params, q, k, self.value(x), mask=mask, key=key, train=train, **extra

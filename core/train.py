@@ -244,20 +244,26 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
         ckpts.save(step, state, train_iter.get_state(), meta, best=better)
         last_saved = step
 
+    # SSA "+FT": the last `dense_finetune_fraction` of the steps train with dense attention.
+    dense_from = total - round(config.dense_finetune_fraction * total)
     if step < total:
         _log(f"training steps {step + 1}..{total}, batch {config.batch_size}")
+        if dense_from < total:
+            _log(f"dense-attention fine-tuning from step {dense_from + 1}")
     while step < total:
         t_step = time.perf_counter()
         batch = to_device(next(train_iter))
-        state, metrics = train_step(state, batch)
+        # A step that compiles (the first, and the first of the dense phase) is not timed.
+        compiles = step == start_step or (step == dense_from and step > start_step)
+        state, metrics = train_step(state, batch, step >= dense_from)
         step += 1
         pending.append((step, metrics))
         at_eval = step % config.eval_every == 0 or step == total
         at_log = step % config.log_every == 0 or at_eval
-        if step == start_step + 1 or at_log:
+        if compiles or at_log:
             # Wait for the step here so that its time is counted before it is logged.
             jax.block_until_ready(metrics)
-        if step != start_step + 1:  # the first step compiles: keep it out of the rates
+        if not compiles:
             timed_steps += 1
             timed_seconds += time.perf_counter() - t_step
         if at_log:
@@ -344,17 +350,21 @@ def init_state(task, config, sharding):
 
 
 def make_steps(task, graphdef, optimizer, schedule, seed: int, state, mesh):
-    """The jitted `train_step(state, batch) -> (state, metrics)` and
-    `eval_step(params, batch) -> metric sums`; batches are sharded over the mesh's `data` axis,
-    the state is replicated. Dropout keys are `fold_in(key(seed), step)`: no RNG state."""
+    """The jitted `train_step(state, batch, dense_attention) -> (state, metrics)` and
+    `eval_step(params, buffers, batch) -> metric sums`; batches are sharded over the mesh's
+    `data` axis, the state is replicated. Dropout keys are `fold_in(key(seed), step)`: no RNG
+    state. `dense_attention` (a static bool) True passes `subsample=False` to mechanisms that
+    declare it: SSA's dense fine-tuning phase."""
     base_key = jax.random.key(seed)
 
-    def train_step(state, batch):
+    def train_step(state, batch, dense_attention):
         key = jax.random.fold_in(base_key, state["step"])
+        phase = {"subsample": False} if dense_attention else {}
 
         def loss_fn(params):
             model = nnx.merge(graphdef, params, state["buffers"])
-            return task.loss_and_metrics(model, batch, train=True, key=key)
+            with layers.attention_inputs(**phase):
+                return task.loss_and_metrics(model, batch, train=True, key=key)
 
         (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state["params"])
         updates, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
@@ -381,6 +391,7 @@ def make_steps(task, graphdef, optimizer, schedule, seed: int, state, mesh):
         in_shardings=(state_sharding, NamedSharding(mesh, P("data"))),
         out_shardings=(state_sharding, replicated),
         donate_argnums=0,
+        static_argnums=2,
     )
     return train_step, jax.jit(eval_step, out_shardings=replicated)
 

@@ -44,16 +44,20 @@ def _inputs(mech, key, b, n, h, d, dtype):
 
 
 def _fn(mech, mode):
-    def forward(params, q, k, v, extra, key):
+    """`fn(trainable, buffers, q, k, v, extra, key)`; the backward pass differentiates the
+    trainable parameters and q, k, v (never the constant buffers, e.g. integer walks)."""
+
+    def forward(trainable, buffers, q, k, v, extra, key):
+        params = dict(trainable, buffers=buffers) if buffers else trainable
         return mech.apply(params, q, k, v, key=key, train=mode != "inference", **extra)
 
     if mode != "forward_backward":
         return forward
 
-    def loss(params, q, k, v, extra, key):
-        return forward(params, q, k, v, extra, key).astype(jnp.float32).sum()
+    def loss(trainable, buffers, q, k, v, extra, key):
+        return forward(trainable, buffers, q, k, v, extra, key).astype(jnp.float32).sum()
 
-    return jax.grad(loss, argnums=(0, 1, 2, 3))
+    return jax.grad(loss, argnums=(0, 2, 3, 4))
 
 
 def _time(compiled, args, repeats):
@@ -108,7 +112,8 @@ def bench_attention(args) -> dict:
                     "achieved_flops_per_s": None,
                     "skipped": None,
                 }
-                fargs = (params, q, k, v, extra, key)
+                trainable = {n: x for n, x in params.items() if n != "buffers"}
+                fargs = (trainable, params.get("buffers", {}), q, k, v, extra, key)
                 try:
                     compiled = jax.jit(_fn(mech, mode)).lower(*fargs).compile()
                 except Exception as e:  # noqa: BLE001 (recorded, not hidden)

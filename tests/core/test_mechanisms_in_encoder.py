@@ -74,7 +74,7 @@ def test_mechanism_trains_in_the_shared_encoder(name):
     assert count == PARAM_COUNTS[name]
     before = jax.tree.map(np.asarray, state["params"])
     for _ in range(2):
-        state, metrics = step(state, batch)
+        state, metrics = step(state, batch, False)
     assert np.isfinite(float(metrics["train_loss"])) and np.isfinite(float(metrics["grad_norm"]))
     assert float(metrics["grad_norm"]) > 0
     changed = jax.tree.map(

@@ -164,3 +164,32 @@ def test_cli_rejects_a_misspelt_field(tmp_path):
     out = _run_cli(tmp_path, "--config.optimizer.lrr=0.1")
     assert out.returncode != 0
     assert "lrr" in out.stderr
+
+
+def _losses(config, workdir):
+    train.train_and_evaluate(config, workdir)
+    return [r["loss"] for r in _records(workdir, "train")]
+
+
+def test_ssa_dense_finetuning_phase_trains_with_dense_attention(tmp_path):
+    """With the whole run in the "+FT" phase, SSA is dense softmax attention: same losses as a
+    softmax run from the same init; without it, subsampling changes the curve."""
+
+    def config(attn, fraction):
+        c = config_lib.load(f"{SMOKE},attn={attn}")
+        with c.unlocked():
+            c.attention.dropout_rate = 0.0  # the two mechanisms draw dropout bits differently
+            c.dense_finetune_fraction = fraction
+        return c
+
+    softmax = _losses(config("softmax", 0.0), tmp_path / "softmax")
+    dense_ssa = _losses(config("ssa", 1.0), tmp_path / "ssa_dense")
+    sparse_ssa = _losses(config("ssa", 0.0), tmp_path / "ssa_sparse")
+    np.testing.assert_allclose(dense_ssa, softmax, rtol=1e-5)
+    assert not np.allclose(sparse_ssa, softmax, rtol=1e-3)
+    # half the run: steps 1-6 subsample (logged at 2, 4, 6), steps 7-12 are dense
+    mixed = _losses(config("ssa", 0.5), tmp_path / "ssa_half")
+    np.testing.assert_array_equal(mixed[:3], sparse_ssa[:3])
+    assert all(
+        not np.isclose(a, b, rtol=1e-4) for a, b in zip(mixed[3:], sparse_ssa[3:], strict=True)
+    )
