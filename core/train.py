@@ -318,7 +318,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
         "device": io.device_info(),
         "versions": io.versions(),
         "git_revision": io.git_revision(),
-        "command": " ".join(sys.argv),
+        "command": _command(),
     }
     if pid == 0:
         plots.learning_curves(workdir, title=f"{config.task} / {config.attention.name}")
@@ -400,6 +400,18 @@ def make_mesh():
     """A 1-D mesh over every device, axis `data`. Auto axes: GSPMD propagates the batch
     sharding (Explicit axes would need sharding annotations inside the models)."""
     return jax.make_mesh((jax.device_count(),), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+
+
+def _command() -> str:
+    """The command line, without machine-specific paths (`python -m scripts.train ...`)."""
+    main = pathlib.Path(sys.argv[0])
+    root = pathlib.Path(__file__).resolve().parents[1]
+    if main.suffix == ".py" and main.resolve().is_relative_to(root):
+        rel = main.resolve().relative_to(root).with_suffix("")
+        head = "python -m " + ".".join(rel.parts)
+    else:
+        head = main.name
+    return " ".join([head, *sys.argv[1:]])
 
 
 def _strip(record: dict) -> dict:

@@ -39,7 +39,10 @@ class ListOps:
             directory = listops.ensure_generated(
                 data_root(d.dir) / "lra", seed=d.seed, sizes=sizes, **params
             )
-            description = {"dir": str(directory), "generator": {"seed": d.seed, **params, **sizes}}
+            description = {  # relative to the data root: no machine-specific paths in summaries
+                "cache": f"lra/{directory.name}",
+                "generator": {"seed": d.seed, **params, **sizes},
+            }
         elif d.source == "official":
             if not d.dir:
                 raise listops.ListOpsDataError(

@@ -57,6 +57,7 @@ def test_smoke_run_writes_config_metrics_and_summary(tmp_path):
         assert 0.0 <= summary["metrics"][name]["accuracy"] <= 1.0
     assert summary["metrics"]["test_last"]["num_examples"] == 64
     assert summary["data"]["source"] == "generated"
+    assert summary["data"]["cache"].startswith("lra/listops-")  # relative: no machine paths
     assert summary["device"]["count"] >= 1 and summary["device"]["kind"]
     assert summary["num_params"] > 0 and summary["versions"]["jax"]
     assert summary["throughput"]["steps_per_s"] > 0
@@ -101,6 +102,7 @@ def test_killed_run_resumes_to_identical_params_and_metrics(
     assert _records(ref, "val") == _records(resumed, "val")
     sa = json.loads((ref / "summary.json").read_text())
     sb = json.loads((resumed / "summary.json").read_text())
+    assert sa["command"].startswith("python -m scripts.train --config=")
     assert sa["metrics"] == sb["metrics"] and sa["best_step"] == sb["best_step"]
 
 
