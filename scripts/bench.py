@@ -1,6 +1,7 @@
 """Efficiency benchmarks.
 
     python -m scripts.bench attention --mechanisms softmax linear --lengths 1024 4096 16384
+    python -m scripts.bench replot results/bench/attention_scaling.json
 
 `attention`: time and memory of each mechanism versus sequence length, in three modes:
 `forward` (the training forward, `train=True`), `forward_backward` (its gradient w.r.t. q, k, v
@@ -169,8 +170,9 @@ def slopes(records, mode="forward_backward", lo=None, hi=None) -> dict:
     return out
 
 
-def write(result: dict, out: str, tag: str) -> None:
-    io.write_json(f"{out}/attention_{tag}.json", result)
+def write(result: dict, out: str, tag: str, *, write_json: bool = True) -> None:
+    if write_json:
+        io.write_json(f"{out}/attention_{tag}.json", result)
     recs = result["records"]
     lengths = sorted({r["length"] for r in recs})
     lines = [
@@ -223,8 +225,10 @@ def _plot(result, path):
     import matplotlib.pyplot as plt
 
     recs = result["records"]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for name in dict.fromkeys(r["mechanism"] for r in recs):
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    names = list(dict.fromkeys(r["mechanism"] for r in recs))
+    colors = plt.cm.tab20(np.linspace(0, 1, max(len(names), 2)))
+    for i, name in enumerate(names):
         pts = [
             (r["length"], r["time_s"], r["memory_bytes"])
             for r in recs
@@ -232,14 +236,15 @@ def _plot(result, path):
         ]
         if pts:
             n, t, m = zip(*pts, strict=True)
-            axes[0].loglog(n, t, "o-", label=name)
-            axes[1].loglog(n, m, "o-", label=name)
+            style = dict(color=colors[i], marker="osD^v<>"[i % 7], label=name)
+            axes[0].loglog(n, t, "-", **style)
+            axes[1].loglog(n, m, "-", **style)
     axes[0].set(xlabel="length", ylabel="forward+backward time (s)")
     axes[1].set(xlabel="length", ylabel="compiled memory (bytes)")
     for ax in axes:
         ax.grid(alpha=0.3, which="both")
-    if axes[0].lines:
-        axes[0].legend(fontsize=7)
+    if axes[1].lines:
+        axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -261,7 +266,21 @@ def main(argv=None):
     p.add_argument("--max-memory-gb", type=float, default=8.0)
     p.add_argument("--out", default="results/bench")
     p.add_argument("--tag", default="scaling")
+    r = sub.add_parser("replot", help="rebuild the markdown table and PNG from a result JSON")
+    r.add_argument("json", help="e.g. results/bench/attention_scaling.json")
     args = parser.parse_args(argv)
+    if args.command == "replot":
+        import json
+        import pathlib
+
+        path = pathlib.Path(args.json)
+        write(
+            json.loads(path.read_text()),
+            str(path.parent),
+            path.stem.removeprefix("attention_"),
+            write_json=False,
+        )
+        return
     args.mechanisms = args.mechanisms or attention.names()
     unknown = [m for m in args.mechanisms if m not in attention.names()]
     if unknown:

@@ -50,7 +50,14 @@ def test_attention_bench_writes_records_tables_and_plot(tmp_path):
     }
     assert fb[64]["memory_bytes"] > fb[16]["memory_bytes"]
     assert (tmp_path / "attention_t.png").read_bytes()[:4] == b"\x89PNG"
-    assert "| softmax |" in (tmp_path / "attention_t.md").read_text()
+    table = (tmp_path / "attention_t.md").read_text()
+    assert "| softmax |" in table and "| grf |" in table
+    # replot rebuilds the table and plot from the JSON alone
+    (tmp_path / "attention_t.md").unlink()
+    (tmp_path / "attention_t.png").unlink()
+    bench.main(["replot", str(tmp_path / "attention_t.json")])
+    assert (tmp_path / "attention_t.md").read_text() == table
+    assert (tmp_path / "attention_t.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_oversized_configurations_are_skipped_with_a_reason(tmp_path):
