@@ -1,18 +1,98 @@
-"""The LRA sequence classifier: token embedding, optional CLS token, the shared pre-LN encoder,
-pooling and the LRA classifier head. Token id 0 is padding (masked out of attention and
-pooling); the CLS token is always attended."""
+"""The LRA models: token embedding, optional CLS token, an encoder, pooling and the LRA heads.
+
+Two encoders, chosen by `model_cfg.encoder`:
+  "transformer"  the LRA pre-LN Transformer (`core.layers.TransformerEncoder`) with any
+                 registered attention (the LRA baselines, Sliceformer, GFSA, SSA, ...);
+  "samsa"        SAMSA's pre-RMSNorm encoder with its shared zero-initialised residual scale
+                 and drop-path (`core.samsa_block.SAMSAEncoder`, SAMSA Table 8), with the
+                 sinusoidal positions SAMSA used on LRA.
+
+Token id 0 is padding (masked out of attention and pooling); the CLS token is always attended.
+"""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from core import layers
+from core import layers, samsa_block
 
-__all__ = ["SequenceClassifier"]
+__all__ = ["SequenceEncoder", "SequenceClassifier", "DualEncoderClassifier"]
+
+
+class SequenceEncoder(nnx.Module):
+    """tokens `[B, N]` -> pooled `[B, dim]`."""
+
+    def __init__(self, *, vocab_size: int, max_len: int, model_cfg, attention_cfg, rngs):
+        m = model_cfg
+        self.pool_mode = m.pool
+        self.kind = m.encoder
+        self.embed = nnx.Embed(
+            vocab_size, m.dim, embedding_init=nnx.initializers.normal(1.0), rngs=rngs
+        )
+        if m.pool == "cls":
+            self.cls = nnx.Param(jnp.zeros((1, 1, m.dim)))  # zero-initialised, as LRA
+        n = max_len + (m.pool == "cls")
+        dtype = jnp.dtype(m.dtype)
+        if m.encoder == "transformer":
+            if m.drop_path:
+                raise ValueError("model.drop_path is a SAMSA-encoder field; set it to 0.0")
+            self.encoder = layers.TransformerEncoder(
+                num_layers=m.num_layers,
+                dim=m.dim,
+                num_heads=m.num_heads,
+                qkv_dim=m.qkv_dim,
+                mlp_dim=m.mlp_dim,
+                dropout_rate=m.dropout,
+                attention_cfg=attention_cfg,
+                max_len=n,
+                positions=m.positions,
+                dtype=dtype,
+                rngs=rngs,
+            )
+        elif m.encoder == "samsa":
+            if m.positions != "sinusoidal":
+                raise ValueError("the SAMSA encoder uses sinusoidal positions (SAMSA Table 8)")
+            self.max_len = n
+            self.encoder = samsa_block.SAMSAEncoder(
+                m.num_layers,
+                m.dim,
+                m.num_heads,
+                m.mlp_dim,
+                m.drop_path,
+                attention_cfg,
+                qkv_dim=m.qkv_dim,
+                dropout_rate=m.dropout,
+                max_len=n,
+                dtype=dtype,
+                rngs=rngs,
+            )
+        else:
+            raise ValueError(f"unknown model.encoder {m.encoder!r}; known: transformer, samsa")
+
+    def __call__(self, tokens, *, train: bool = False, key=None):
+        tokens = tokens.astype(jnp.int32)
+        mask = tokens != 0
+        x = self.embed(tokens)
+        if self.pool_mode == "cls":
+            cls = jnp.broadcast_to(self.cls[...], (x.shape[0], 1, x.shape[-1])).astype(x.dtype)
+            x = jnp.concatenate([cls, x], axis=1)
+            mask = jnp.concatenate([jnp.ones((x.shape[0], 1), bool), mask], axis=1)
+        if self.kind == "samsa":
+            n = x.shape[1]
+            if n > self.max_len:
+                raise ValueError(
+                    f"sequence length {n} exceeds the encoder's max_len {self.max_len}"
+                )
+            x = x + layers.sinusoidal_positions(self.max_len, x.shape[-1])[:n].astype(x.dtype)
+        x = self.encoder(x, mask=mask, train=train, key=key)
+        return layers.pool(x, mask, self.pool_mode)
 
 
 class SequenceClassifier(nnx.Module):
+    """The LRA single-input classifier: encoder -> pool -> Dense(mlp) -> ReLU -> Dense(classes)."""
+
     def __init__(
         self,
         *,
@@ -23,40 +103,59 @@ class SequenceClassifier(nnx.Module):
         attention_cfg,
         rngs: nnx.Rngs,
     ):
-        m = model_cfg
-        self.pool_mode = m.pool
-        self.embed = nnx.Embed(
-            vocab_size, m.dim, embedding_init=nnx.initializers.normal(1.0), rngs=rngs
-        )
-        if m.pool == "cls":
-            self.cls = nnx.Param(jnp.zeros((1, 1, m.dim)))  # zero-initialised, as LRA
-        self.encoder = layers.TransformerEncoder(
-            num_layers=m.num_layers,
-            dim=m.dim,
-            num_heads=m.num_heads,
-            qkv_dim=m.qkv_dim,
-            mlp_dim=m.mlp_dim,
-            dropout_rate=m.dropout,
+        self.encoder = SequenceEncoder(
+            vocab_size=vocab_size,
+            max_len=max_len,
+            model_cfg=model_cfg,
             attention_cfg=attention_cfg,
-            max_len=max_len + (m.pool == "cls"),
-            positions=m.positions,
-            dtype=jnp.dtype(m.dtype),
             rngs=rngs,
         )
-        self.head = layers.ClassifierHead(m.dim, m.mlp_dim, num_classes, rngs=rngs)
-
-    def encode(self, tokens, *, train: bool = False, key=None):
-        """tokens: `[B, N]` ints (0 = pad) -> pooled `[B, dim]`."""
-        tokens = tokens.astype(jnp.int32)
-        mask = tokens != 0
-        x = self.embed(tokens)
-        if self.pool_mode == "cls":
-            cls = jnp.broadcast_to(self.cls[...], (x.shape[0], 1, x.shape[-1])).astype(x.dtype)
-            x = jnp.concatenate([cls, x], axis=1)
-            mask = jnp.concatenate([jnp.ones((x.shape[0], 1), bool), mask], axis=1)
-        x = self.encoder(x, mask=mask, train=train, key=key)
-        return layers.pool(x, mask, self.pool_mode)
+        self.head = layers.ClassifierHead(model_cfg.dim, model_cfg.mlp_dim, num_classes, rngs=rngs)
 
     def __call__(self, tokens, *, train: bool = False, key=None):
         """tokens `[B, N]` -> logits `[B, num_classes]` (float32)."""
-        return self.head(self.encode(tokens, train=train, key=key)).astype(jnp.float32)
+        return self.head(self.encoder(tokens, train=train, key=key)).astype(jnp.float32)
+
+
+class DualEncoderClassifier(nnx.Module):
+    """LRA Retrieval: one weight-shared encoder for both documents, their pooled vectors u, v
+    combined (`interaction="NLI"`: [u, v, u*v, u-v]; `"concat"`: [u, v]), then
+    Dense(mlp) -> ReLU -> Dense(mlp/2) -> ReLU -> Dense(classes) (LRA `classifier_head_dual`)."""
+
+    def __init__(
+        self,
+        *,
+        vocab_size: int,
+        num_classes: int,
+        max_len: int,
+        model_cfg,
+        attention_cfg,
+        interaction: str = "NLI",
+        rngs: nnx.Rngs,
+    ):
+        if interaction not in ("NLI", "concat"):
+            raise ValueError(f"unknown model.interaction {interaction!r}; known: NLI, concat")
+        self.interaction = interaction
+        self.encoder = SequenceEncoder(
+            vocab_size=vocab_size,
+            max_len=max_len,
+            model_cfg=model_cfg,
+            attention_cfg=attention_cfg,
+            rngs=rngs,
+        )
+        d, h = model_cfg.dim, model_cfg.mlp_dim
+        width = 4 * d if interaction == "NLI" else 2 * d
+        self.hidden1 = nnx.Linear(width, h, rngs=rngs)
+        self.hidden2 = nnx.Linear(h, h // 2, rngs=rngs)
+        self.logits = nnx.Linear(h // 2, num_classes, rngs=rngs)
+
+    def __call__(self, tokens1, tokens2, *, train: bool = False, key=None):
+        """tokens1, tokens2 `[B, N]` -> logits `[B, num_classes]` (float32)."""
+        # Both documents in one encoder call: one compiled encoder, twice the batch.
+        b = tokens1.shape[0]
+        pooled = self.encoder(jnp.concatenate([tokens1, tokens2]), train=train, key=key)
+        u, v = pooled[:b], pooled[b:]
+        z = [u, v, u * v, u - v] if self.interaction == "NLI" else [u, v]
+        x = jax.nn.relu(self.hidden1(jnp.concatenate(z, axis=-1)))
+        x = jax.nn.relu(self.hidden2(x))
+        return self.logits(x).astype(jnp.float32)

@@ -8,9 +8,9 @@ import pathlib
 import numpy as np
 
 from core import tasks
-from lra import listops, models
+from lra import image, listops, models, pathfinder, retrieval, text
 
-__all__ = ["ListOps", "data_root"]
+__all__ = ["ListOps", "Text", "Retrieval", "Image", "Pathfinder", "data_root"]
 
 
 def data_root(config_dir: str) -> pathlib.Path:
@@ -77,4 +77,86 @@ class ListOps:
 
     def loss_and_metrics(self, model, batch, *, train: bool, key):
         logits = model(batch["tokens"], train=train, key=key)
+        return tasks.classification_loss(logits, batch["label"], batch["weight"])
+
+
+class _ModuleTask:
+    """A task whose data module follows the LRA data-module API (`NUM_CLASSES`, `VOCAB_SIZE`,
+    `data_config()`, `load(config.data, cache_root) -> (splits, description)`)."""
+
+    module = None  # the data module
+    sources = ("official", "standin")
+
+    def load_data(self, config) -> tasks.Data:
+        d = config.data
+        if d.source not in self.sources:
+            raise ValueError(
+                f"config.data.source={d.source!r}; {self.module.__name__} knows "
+                f"{', '.join(self.sources)}"
+            )
+        # Official data is read from config.data.dir; built data is cached under the data root.
+        root = data_root("" if d.source == "official" else d.dir) / "lra"
+        splits, description = self.module.load(d, root)
+        return tasks.Data(
+            *(tasks.Split(splits[name]) for name in ("train", "val", "test")),
+            source=d.source,
+            description=description,
+        )
+
+    def build_model(self, config, rngs):
+        return models.SequenceClassifier(
+            vocab_size=self.module.VOCAB_SIZE,
+            num_classes=self.module.NUM_CLASSES,
+            max_len=config.data.max_length,
+            model_cfg=config.model,
+            attention_cfg=config.attention,
+            rngs=rngs,
+        )
+
+    def loss_and_metrics(self, model, batch, *, train: bool, key):
+        logits = model(batch["tokens"], train=train, key=key)
+        return tasks.classification_loss(logits, batch["label"], batch["weight"])
+
+
+@tasks.register("lra.text")
+class Text(_ModuleTask):
+    """LRA Text: byte-level binary classification of IMDB reviews (or the offline stand-in)."""
+
+    module = text
+
+
+@tasks.register("lra.image")
+class Image(_ModuleTask):
+    """LRA Image: grayscale CIFAR-10 as 1024 pixel tokens (or Fashion-MNIST, the stand-in)."""
+
+    module = image
+
+
+@tasks.register("lra.pathfinder")
+class Pathfinder(_ModuleTask):
+    """LRA Pathfinder (and Path-X): are the two markers connected by a contour?"""
+
+    module = pathfinder
+    sources = ("official", "generated")
+
+
+@tasks.register("lra.retrieval")
+class Retrieval(_ModuleTask):
+    """LRA Retrieval: does one document cite the other? A weight-shared dual encoder."""
+
+    module = retrieval
+
+    def build_model(self, config, rngs):
+        return models.DualEncoderClassifier(
+            vocab_size=self.module.VOCAB_SIZE,
+            num_classes=self.module.NUM_CLASSES,
+            max_len=config.data.max_length,
+            model_cfg=config.model,
+            attention_cfg=config.attention,
+            interaction=config.model.interaction,
+            rngs=rngs,
+        )
+
+    def loss_and_metrics(self, model, batch, *, train: bool, key):
+        logits = model(batch["tokens1"], batch["tokens2"], train=train, key=key)
         return tasks.classification_loss(logits, batch["label"], batch["weight"])

@@ -5,54 +5,67 @@ Run (the README's demo):
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke   scaling of the recipe (default paper)
-    attn=<mechanism>         any name in `attention.names()` (default softmax)
-    model=transformer        the recipe (later issues add the SAMSA / Sliceformer / GFSA ones)
+    attn=<mechanism>         any name in `attention.names()`; default: the recipe's
+    model=transformer|samsa|sliceformer|gfsa   the recipe (configs/lra/base.py)
+    k=128, mode=hard|soft    SAMSA's sampled tokens per head and sampler (model=samsa)
 Override any field from the command line, e.g. `--config.optimizer.lr=1e-3`.
 """
 
 from __future__ import annotations
 
-from configs import common
-from core import config as config_lib
+from configs.lra import base
 
-ARGS = {"preset": "paper", "attn": "softmax", "model": "transformer"}
+TRAIN_EXAMPLES = 96_000  # LRA ListOps train size, for epoch-based recipes
 
 
 def get_config(arg: str | None = None):
-    args = config_lib.parse_arg(arg, ARGS)
-    if args.model != "transformer":
-        raise config_lib.ConfigError(
-            f"unknown ListOps recipe model={args.model!r}; known: transformer"
+    args = base.parse(arg)
+    c = base.new("lra.listops", _data(), args.preset)
+    if args.model in ("transformer", "sliceformer", "gfsa"):
+        # The LRA base recipe: lra_benchmarks/listops/configs/base_listops_config.py and
+        # models/transformer (Tay et al. 2021), as read in shared/papers/notes/peer_code.md §1.
+        # Sliceformer's fork keeps it for ListOps (seed 3); GFSA App. U / Table 40 runs
+        # "Efficient Attention + GFSA" on ListOps without giving sizes, so it uses it too.
+        base.transformer(
+            c,
+            attn={"transformer": "softmax", "sliceformer": "sliceformer", "gfsa": "gfsa_linear"}[
+                args.model
+            ],
+            steps=5000,  # LRA num_train_steps
+            batch=32,  # LRA batch_size (eval batch too; we also evaluate the last partial one)
+            lr=0.05,  # LRA learning_rate (the `constant` factor; peak 0.05/sqrt(1000))
+            schedule="constant*linear_warmup*rsqrt_decay",  # LRA factors
+            warmup=1000,  # LRA warmup
+            weight_decay=0.1,  # LRA weight_decay (decoupled, times lr, as flax.optim)
+            layers=4,  # LRA num_layers
+            dim=512,  # LRA emb_dim
+            qkv_dim=512,  # LRA qkv_dim
+            heads=8,  # LRA num_heads
+            mlp_dim=1024,  # LRA mlp_dim
+            dropout=0.1,  # LRA dropout_rate
+            attn_dropout=0.1,  # LRA attention_dropout_rate
+            eval_every=50,  # LRA eval_frequency
         )
-    c = common.trainer_config()
-    c.task = "lra.listops"
-
-    # ---- the LRA base recipe: lra_benchmarks/listops/configs/base_listops_config.py and
-    # models/transformer (Tay et al. 2021), as read in shared/papers/notes/peer_code.md §1.
-    c.batch_size = 32  # LRA batch_size
-    c.eval_batch_size = 32  # LRA eval batch (we also evaluate the last partial batch)
-    c.total_steps = 5000  # LRA num_train_steps
-    c.eval_every = 50  # LRA eval_frequency
-    c.log_every = 50  # as eval_every
-    c.optimizer.lr = 0.05  # LRA learning_rate (the `constant` factor; peak 0.05/sqrt(1000))
-    c.optimizer.b1 = 0.9  # flax.optim.Adam beta1 in LRA train.py
-    c.optimizer.b2 = 0.98  # LRA beta2
-    c.optimizer.eps = 1e-9  # LRA eps
-    c.optimizer.weight_decay = 0.1  # LRA weight_decay (decoupled, times lr)
-    c.schedule.name = "constant*linear_warmup*rsqrt_decay"  # LRA factors
-    c.schedule.warmup_steps = 1000  # LRA warmup
-    c.data = data = _data()
-    c.model = model = _model()
-    model.num_layers = 4  # LRA num_layers
-    model.dim = 512  # LRA emb_dim
-    model.qkv_dim = 512  # LRA qkv_dim
-    model.num_heads = 8  # LRA num_heads
-    model.mlp_dim = 1024  # LRA mlp_dim
-    model.dropout = 0.1  # LRA dropout_rate
-    c.attention = common.attention_config(args.attn, dropout_rate=0.1)  # LRA attention dropout
+        if args.model == "sliceformer":
+            c.seed = 3  # the fork's base config random_seed
+            c.attention.ignore_mask = True  # the fork sorts padding too (sliceformer.md §1.6)
+    else:
+        # SAMSA Table 8 row LRA-ListOPS: 6 layers, d 256, FFN 768, 8 heads, dropout 0.1.
+        base.samsa(
+            c,
+            layers=6,
+            dim=256,
+            mlp_dim=768,
+            heads=8,
+            dropout=0.1,
+            drop_path=0.0,
+            train_examples=TRAIN_EXAMPLES,
+            k=args.k,
+            mode=args.mode,
+        )
 
     # ---- presets derive from the recipe above -----------------------------------------------
-    c.preset = args.preset
+    data = c.data
     if args.preset == "cpu":
         # About 7 minutes on 2 CPU cores (one step of the paper model at length 2000 takes
         # tens of seconds there). Deviations from the paper recipe:
@@ -63,34 +76,25 @@ def get_config(arg: str | None = None):
         #  - 20k/1k/2k examples instead of 96k/2k/2k;
         #  - a small model: 2 layers, width 64, 4 heads, MLP 128;
         #  - no attention dropout: on CPU the random bits for the [B, H, N, N] dropout mask
-        #    cost ~40% of the step (residual dropout 0.1 stays);
-        #  - 1000 steps at batch 32, warmup 100, the LRA rsqrt schedule shape with the constant
-        #    set so the peak lr is 2e-3 (the paper's peak is 0.05/sqrt(1000) = 1.6e-3);
+        #    cost ~40% of the step (residual dropout stays);
+        #  - 1000 steps at batch 32, 10% warmup, the recipe's schedule shape with the peak
+        #    lr 2e-3 (the LRA recipe's peak is 0.05/sqrt(1000) = 1.6e-3);
         #  - validation every 200 steps.
-        data.min_length, data.max_length = 50, 250
+        data.min_length = 50
+        base.set_length(c, 250)
         data.num_train, data.num_val, data.num_test = 20_000, 1_000, 2_000
-        model.num_layers, model.dim, model.qkv_dim = 2, 64, 64
-        model.num_heads, model.mlp_dim = 4, 128
-        if "dropout_rate" in c.attention:
-            c.attention.dropout_rate = 0.0
-        c.total_steps, c.eval_every, c.log_every = 1000, 200, 50
-        c.schedule.warmup_steps = 100
-        c.optimizer.lr = 2e-3 * 100**0.5
-        c.eval_batch_size = 100
+        base.small_model(c)
+        base.short_run(c, steps=1000, eval_every=200, lr_peak=2e-3)
+        c.batch_size, c.eval_batch_size = 32, 100
     elif args.preset == "smoke":
         # Seconds, for tests: tiny data and model; the pipeline and trainer are the real ones.
-        data.min_length, data.max_length = 5, 40
+        data.min_length = 5
+        base.set_length(c, 40)
         data.num_train, data.num_val, data.num_test = 256, 64, 64
-        model.num_layers, model.dim, model.qkv_dim = 1, 32, 32
-        model.num_heads, model.mlp_dim = 4, 64
+        base.small_model(c, layers=1, dim=32, heads=4, mlp_dim=64)
+        base.short_run(c, steps=12, eval_every=4, lr_peak=1e-2)
         c.batch_size, c.eval_batch_size = 16, 32
-        c.total_steps, c.eval_every, c.log_every = 12, 4, 2
-        c.schedule.warmup_steps = 4
-        c.optimizer.lr = 1e-2 * 4**0.5
-    elif args.preset != "paper":
-        raise config_lib.ConfigError(f"unknown preset {args.preset!r}; known: paper, cpu, smoke")
-    common.sequence_attention(c.attention, data.max_length, cls=model.pool == "cls")
-    return c
+    return base.finish(c, args)
 
 
 def _data():
@@ -109,19 +113,3 @@ def _data():
     d.max_length = 2000  # LRA --max_length (strict upper bound; also the model's max length)
     d.value_p = 0.25  # LRA VALUE_P: probability of an operator node below max_depth
     return d
-
-
-def _model():
-    from ml_collections import ConfigDict
-
-    m = ConfigDict()
-    m.num_layers = 4  # encoder blocks
-    m.dim = 512  # embedding width
-    m.qkv_dim = 512  # total query/key/value width over heads
-    m.num_heads = 8  # attention heads
-    m.mlp_dim = 1024  # MLP hidden width (also the classifier head's)
-    m.dropout = 0.1  # residual/MLP/embedding dropout
-    m.positions = "sinusoidal"  # sinusoidal | learned | none
-    m.pool = "cls"  # cls | mean | sum
-    m.dtype = "float32"  # compute dtype (bfloat16 on accelerators)
-    return m

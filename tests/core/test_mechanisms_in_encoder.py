@@ -1,9 +1,8 @@
-"""Every registered mechanism inside the shared encoder on the ListOps smoke config: a jitted
-training step runs with finite loss and gradients, and the parameter count is pinned."""
+"""Every registered mechanism inside the shared encoder on the ListOps smoke config: the
+parameter count is pinned. (Training steps of every mechanism in every LRA task, with finite,
+falling losses: tests/lra/test_matrix.py.)"""
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 import pytest
 
 import attention
@@ -47,45 +46,24 @@ PARAM_COUNTS = {
 }
 
 
-def _step(name):
-    config = config_lib.load(f"configs/lra/listops.py:preset=smoke,attn={name}")
+def _init(name):
+    config = config_lib.load(f"configs/lra/listops.py:preset=smoke,attn={name},k=8")
     task = tasks.get(config.task)
-    mesh = train.make_mesh()
-    replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-    graphdef, state, optimizer, schedule = train.init_state(task, config, replicated)
-    step, _ = train.make_steps(task, graphdef, optimizer, schedule, 0, state, mesh)
-    rng = np.random.default_rng(0)
-    n = config.data.max_length
-    tokens = rng.integers(1, 16, size=(config.batch_size, n)).astype(np.uint8)
-    tokens[: config.batch_size // 2, n // 2 :] = 0  # half the batch padded
-    batch = {
-        "tokens": jnp.asarray(tokens),
-        "label": jnp.asarray(rng.integers(0, 10, 16)),
-        "weight": jnp.ones(config.batch_size),
-    }
-    return state, step, batch
+    replicated = jax.sharding.NamedSharding(train.make_mesh(), jax.sharding.PartitionSpec())
+    return train.init_state(task, config, replicated)[1]
 
 
 @pytest.mark.parametrize("name", attention.names())
-def test_mechanism_trains_in_the_shared_encoder(name):
-    state, step, batch = _step(name)
+def test_mechanism_parameter_count_in_the_shared_encoder(name):
+    state = _init(name)
     count = int(sum(x.size for x in jax.tree.leaves(state["params"])))
     assert name in PARAM_COUNTS, f"pin the parameter count of {name!r}: {count}"
     assert count == PARAM_COUNTS[name]
-    before = jax.tree.map(np.asarray, state["params"])
-    for _ in range(2):
-        state, metrics = step(state, batch, False)
-    assert np.isfinite(float(metrics["train_loss"])) and np.isfinite(float(metrics["grad_norm"]))
-    assert float(metrics["grad_norm"]) > 0
-    changed = jax.tree.map(
-        lambda a, b: not np.array_equal(a, np.asarray(b)), before, state["params"]
-    )
-    assert any(jax.tree.leaves(changed))
 
 
 def test_mechanisms_without_qk_build_no_query_key_projections():
     names = [n for n in attention.names() if not attention.get(n).needs_qk]
     assert "sliceformer" in names
     for name in names:
-        attn = _step(name)[0]["params"]["encoder"]["blocks"][0]["attn"]
+        attn = _init(name)["params"]["encoder"]["encoder"]["blocks"][0]["attn"]
         assert "query" not in attn and "key" not in attn and "value" in attn

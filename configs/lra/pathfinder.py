@@ -1,0 +1,140 @@
+"""LRA Pathfinder (Linsley et al. 2018; Kim et al. 2020): are the two markers joined by one
+contour? 32x32 grayscale as 1024 pixel tokens; `resolution=128` is Path-X (16,384 tokens).
+
+Run:
+    python -m scripts.train --config configs/lra/pathfinder.py:preset=cpu --workdir runs/path-cpu
+    python -m scripts.train --config configs/lra/pathfinder.py:model=samsa,k=256 \
+        --workdir runs/path-samsa          # generated data at the paper's size (200k images)
+
+Config argument (comma-separated `key=value`):
+    preset=paper|cpu|smoke    scaling of the recipe (default paper)
+    model=transformer|samsa|sliceformer|gfsa   the recipe (configs/lra/base.py)
+    attn=<mechanism>          any name in `attention.names()`; default: the recipe's
+    k=128, mode=hard|soft     SAMSA's sampled tokens per head and sampler (model=samsa)
+    resolution=32|128         Pathfinder-32 or Path-X (LRA's pathfinder128)
+
+Data (`config.data.source`): `generated` (our generator, written from the published
+description with LRA's parameters; difficulty `hard` = contour length 14, the LRA setting)
+or `official` (the release's metadata + PNGs under `config.data.dir`). Pixel 0 is NOT padding
+here (`config.data.zero_is_padding=True` restores LRA's `inputs > 0` mask quirk).
+"""
+
+from __future__ import annotations
+
+from configs.lra import base
+from core import config as config_lib
+from lra import pathfinder
+
+TRAIN_EXAMPLES = 160_000  # LRA Pathfinder train[:80%], for epoch-based recipes
+
+
+def get_config(arg: str | None = None):
+    args = base.parse(arg, {"resolution": 32})
+    if args.resolution not in (32, 128):
+        raise config_lib.ConfigError(f"resolution={args.resolution}; known: 32, 128 (Path-X)")
+    c = base.new("lra.pathfinder", pathfinder.data_config(), args.preset)
+    c.data.resolution = args.resolution
+    c.data.max_length = args.resolution**2
+    if args.model in ("transformer", "gfsa") and args.resolution == 32:
+        # LRA image/configs/pathfinder32/{base_pathfinder32_config,transformer_base}.py.
+        base.transformer(
+            c,
+            attn="softmax" if args.model == "transformer" else "gfsa_linear",
+            steps=62_400,  # LRA 312 steps/epoch x 200 epochs
+            batch=512,  # LRA batch_size
+            lr=1e-3,  # LRA learning_rate
+            schedule="constant*linear_warmup*cosine_decay",  # LRA factors
+            warmup=312,  # one epoch
+            steps_per_cycle=62_400,
+            weight_decay=0.0,
+            layers=4,
+            dim=32,
+            qkv_dim=16,
+            heads=4,
+            mlp_dim=32,
+            dropout=0.2,
+            attn_dropout=0.1,
+            pool="mean",  # LRA classifier_pool MEAN
+            positions="sinusoidal",  # learn_pos_emb=False
+            eval_every=312,
+        )
+    elif args.model in ("transformer", "gfsa"):
+        # LRA image/configs/pathfinder128/base_pathfinder128_config.py (Path-X).
+        base.transformer(
+            c,
+            attn="softmax" if args.model == "transformer" else "gfsa_linear",
+            steps=500_000,  # 2500 steps/epoch x 200 epochs
+            batch=64,
+            lr=1e-3,
+            schedule="constant*linear_warmup*cosine_decay",
+            warmup=2500,  # one epoch
+            steps_per_cycle=500_000,
+            weight_decay=0.0,
+            layers=1,
+            dim=32,
+            qkv_dim=16,
+            heads=2,
+            mlp_dim=32,
+            dropout=0.1,
+            attn_dropout=0.1,
+            pool="mean",
+            positions="learned",
+            eval_every=2500,
+        )
+        c.optimizer.grad_clip_norm = 1.0  # Path-X clips the gradient norm (LRA)
+    elif args.model == "sliceformer":
+        # Sliceformer fork image/configs/pathfinder32/sliceformer_base.py (sliceformer.md §2.1);
+        # the fork's Path-X reused it ("FAIL" in its Table 2).
+        base.transformer(
+            c,
+            attn="sliceformer",
+            steps=50_000,
+            batch=640,
+            lr=5e-4,
+            schedule="constant*linear_warmup*cosine_decay",
+            # Warm-up and cycle from the base config's batch 512 (faithful to the fork).
+            warmup=312,
+            steps_per_cycle=62_400,
+            weight_decay=0.0,
+            layers=4,
+            dim=320,
+            qkv_dim=320,
+            heads=8,
+            mlp_dim=320,
+            dropout=0.1,
+            attn_dropout=0.1,  # unused by sorting
+            pool="cls",
+            positions="learned",
+            eval_every=250,
+        )
+        c.seed = 3
+        c.attention.ignore_mask = True  # the fork sorts padding too (sliceformer.md §1.6)
+    else:
+        # SAMSA Table 8 row LRA-Pathfinder: 6 layers, d 128, FFN 512, 8 heads, dropout 0.3.
+        base.samsa(
+            c,
+            layers=6,
+            dim=128,
+            mlp_dim=512,
+            heads=8,
+            dropout=0.3,
+            drop_path=0.0,
+            train_examples=TRAIN_EXAMPLES,
+            k=args.k,
+            mode=args.mode,
+        )
+    c.data.source = "generated"
+
+    if args.preset == "cpu":
+        # Minutes on 2 CPU cores: 20k/2k/2k generated images (hard), a 2-layer width-64
+        # model, 600 steps at batch 32 with 10% warm-up (peak lr 2e-3), no attention dropout.
+        c.data.num_train, c.data.num_val, c.data.num_test = 20_000, 2_000, 2_000
+        base.small_model(c)
+        c.batch_size, c.eval_batch_size = 32, 100
+        base.short_run(c, steps=600, eval_every=200, lr_peak=2e-3)
+    elif args.preset == "smoke":
+        c.data.num_train, c.data.num_val, c.data.num_test = 64, 32, 32
+        base.small_model(c, layers=1, dim=32, heads=4, mlp_dim=64)
+        base.short_run(c, steps=12, eval_every=4, lr_peak=1e-2)
+        c.batch_size, c.eval_batch_size = 8, 16
+    return base.finish(c, args)

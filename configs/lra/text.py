@@ -1,0 +1,89 @@
+"""LRA Text: byte-level binary classification of IMDB reviews (Maas et al. 2011).
+
+Run:
+    python -m scripts.train --config configs/lra/text.py:preset=cpu --workdir runs/text-cpu
+    python -m scripts.train --config configs/lra/text.py:model=samsa,k=256,mode=soft \
+        --config.data.dir=/path/to/aclImdb_parent --workdir runs/text-samsa
+
+Config argument (comma-separated `key=value`):
+    preset=paper|cpu|smoke    scaling of the recipe (default paper)
+    model=transformer|samsa|sliceformer|gfsa   the recipe (configs/lra/base.py)
+    attn=<mechanism>          any name in `attention.names()`; default: the recipe's
+    k=128, mode=hard|soft     SAMSA's sampled tokens per head and sampler (model=samsa)
+
+Data (`config.data.source`): `official` reads the aclImdb folder from `config.data.dir`;
+`standin` builds an offline byte-level classification from the Python documentation sources
+(Debian `python3.11-doc`), labelled as a stand-in in every summary. The `paper` preset reads
+the official data, `cpu` and `smoke` the stand-in.
+"""
+
+from __future__ import annotations
+
+from configs.lra import base
+from lra import text
+
+TRAIN_EXAMPLES = 25_000  # IMDB train reviews (for epoch-based recipes)
+
+
+def get_config(arg: str | None = None):
+    args = base.parse(arg)
+    c = base.new("lra.text", text.data_config(), args.preset)
+    if args.model in ("transformer", "sliceformer", "gfsa"):
+        # LRA text_classification/configs/base_tc_config.py. Sliceformer's LRA fork keeps it
+        # unchanged for Text (only the model type and seed 3 differ); GFSA App. U gives no
+        # sizes, so its Efficient Attention + GFSA runs in the same recipe.
+        base.transformer(
+            c,
+            attn={"transformer": "softmax", "sliceformer": "sliceformer", "gfsa": "gfsa_linear"}[
+                args.model
+            ],
+            steps=20_000,  # LRA num_train_steps
+            batch=32,  # LRA batch_size
+            lr=0.05,  # LRA learning_rate (peak 0.05/sqrt(8000) = 5.6e-4)
+            schedule="constant*linear_warmup*rsqrt_decay",  # LRA factors
+            warmup=8000,  # LRA warmup
+            weight_decay=0.1,  # LRA weight_decay
+            layers=4,  # LRA num_layers
+            dim=256,  # LRA emb_dim
+            qkv_dim=256,  # LRA qkv_dim
+            heads=4,  # LRA num_heads
+            mlp_dim=1024,  # LRA mlp_dim
+            dropout=0.1,  # LRA dropout_rate
+            attn_dropout=0.1,  # LRA attention_dropout_rate
+        )
+        if args.model == "sliceformer":
+            c.seed = 3  # the fork's base config random_seed
+            c.attention.ignore_mask = True  # the fork sorts padding too (sliceformer.md §1.6)
+        c.data.max_length = 1000  # LRA base_tc_config max_length (the LRA paper says 4K)
+    else:
+        # SAMSA Table 8 row LRA-Text: 4 layers, d 128, FFN 512, 8 heads, dropout 0.3.
+        base.samsa(
+            c,
+            layers=4,
+            dim=128,
+            mlp_dim=512,
+            heads=8,
+            dropout=0.3,
+            drop_path=0.0,
+            train_examples=TRAIN_EXAMPLES,
+            k=args.k,
+            mode=args.mode,
+        )
+        c.data.max_length = 2048  # SAMSA Table 1 "Text L=2048" (its App. A says 1,024)
+    c.data.source = "official"
+
+    if args.preset == "cpu":
+        # Minutes on 2 CPU cores: the offline stand-in at 512 bytes, a 2-layer width-64 model,
+        # 800 steps with 10% warm-up (peak lr 2e-3), no attention dropout.
+        c.data.source = "standin"
+        base.set_length(c, 512)
+        base.small_model(c)
+        base.short_run(c, steps=800, eval_every=200, lr_peak=2e-3)
+        c.eval_batch_size = 100
+    elif args.preset == "smoke":
+        c.data.source = "standin"
+        base.set_length(c, 64)
+        base.small_model(c, layers=1, dim=32, heads=4, mlp_dim=64)
+        base.short_run(c, steps=12, eval_every=4, lr_peak=1e-2)
+        c.batch_size, c.eval_batch_size = 16, 32
+    return base.finish(c, args)

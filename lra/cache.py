@@ -1,0 +1,98 @@
+"""Build-once, on-disk caches for generated and stand-in LRA datasets.
+
+A dataset built from a spec (generator parameters, source files, sizes, seed) lives in
+`root / f"{name}-{hash(spec)}"`. It is built in a temporary sibling and renamed into place, so
+a directory that exists is complete; a second run (or a concurrent one) reuses it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+__all__ = ["DataError", "spec_hash", "build_once", "save_arrays", "load_arrays"]
+
+_DONE = "spec.json"
+
+
+class DataError(ValueError):
+    """A data file or directory is missing, malformed or corrupt; the message names it."""
+
+
+def spec_hash(spec: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def build_once(
+    root: str | os.PathLike,
+    name: str,
+    spec: Mapping[str, Any],
+    build: Callable[[pathlib.Path], None],
+) -> pathlib.Path:
+    """`root/<name>-<hash>`: built by `build(tmp_dir)` on the first call, reused afterwards.
+
+    `build` writes its files into the directory it is given; `spec.json` (the spec and its
+    hash) is written last, and the directory is renamed into place only when complete.
+    """
+    digest = spec_hash(spec)
+    root = pathlib.Path(root)
+    final = root / f"{name}-{digest}"
+    if final.exists():
+        if (final / _DONE).exists():
+            return final
+        raise DataError(f"{final}: incomplete dataset directory (no {_DONE}); delete it to rebuild")
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = pathlib.Path(tempfile.mkdtemp(dir=root, prefix=f".{final.name}.tmp-"))
+    try:
+        tmp.chmod(0o755)  # mkdtemp's 0700 would survive the rename
+        build(tmp)
+        (tmp / _DONE).write_text(json.dumps(dict(spec, hash=digest), indent=2, default=str) + "\n")
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not (final / _DONE).exists():  # not a concurrent builder that finished first
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def save_arrays(path: str | os.PathLike, arrays: Mapping[str, np.ndarray]) -> None:
+    """Writes `arrays` to an uncompressed `.npz` atomically (temp file + rename)."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        pathlib.Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_arrays(path: str | os.PathLike, keys: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+    """Reads an `.npz` written by `save_arrays`; a missing, truncated or incomplete file
+    raises `DataError` naming it."""
+    path = pathlib.Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: file not found")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            out = {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
+        raise DataError(f"{path}: corrupt array file ({e}); delete it to rebuild") from e
+    missing = [k for k in keys if k not in out]
+    if missing:
+        raise DataError(f"{path}: missing arrays {missing}; delete it to rebuild")
+    return out

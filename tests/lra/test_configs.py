@@ -1,0 +1,83 @@
+"""Every LRA recipe x preset loads, names a registered task and mechanism, and carries the
+numbers of its source; bad arguments are errors that name the problem."""
+
+import pytest
+
+import attention
+from core import config as config_lib
+from core import tasks
+
+TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
+RECIPES = ("transformer", "samsa", "sliceformer", "gfsa")
+
+
+@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("recipe", RECIPES)
+@pytest.mark.parametrize("preset", ("paper", "cpu", "smoke"))
+def test_every_recipe_and_preset_loads(task, recipe, preset):
+    c = config_lib.load(f"configs/lra/{task}.py:model={recipe},preset={preset}")
+    assert c.task == f"lra.{task}" and c.preset == preset
+    assert c.attention.name in attention.names()
+    tasks.get(c.task)  # resolves
+    expected = {"transformer": "softmax", "samsa": "samsa", "sliceformer": "sliceformer"}
+    assert c.attention.name == expected.get(recipe, "gfsa_linear")
+    assert c.model.encoder == ("samsa" if recipe == "samsa" else "transformer")
+    if "k" in c.attention:
+        assert 1 <= c.attention.k <= c.data.max_length
+
+
+def test_samsa_recipe_carries_tables_7_and_8():
+    c = config_lib.load("configs/lra/listops.py:model=samsa,k=256,mode=soft")
+    m = c.model
+    assert (m.num_layers, m.dim, m.mlp_dim, m.num_heads, m.dropout) == (6, 256, 768, 8, 0.1)
+    assert (c.optimizer.lr, c.optimizer.weight_decay, c.optimizer.grad_clip_norm) == (
+        1e-3,
+        0.01,
+        2.0,
+    )
+    assert c.total_steps == 50 * 96_000 // 32  # 50 epochs at batch 32
+    assert (c.attention.k, c.attention.mode) == (256, "soft")
+    image = config_lib.load("configs/lra/image.py:model=samsa")
+    assert (image.model.num_layers, image.model.dim, image.model.dropout) == (8, 128, 0.3)
+
+
+def test_cpu_preset_keeps_samsa_sampling_ratio():
+    paper = config_lib.load("configs/lra/text.py:model=samsa,k=256")
+    cpu = config_lib.load("configs/lra/text.py:model=samsa,k=256,preset=cpu")
+    assert paper.attention.k / paper.data.max_length == cpu.attention.k / cpu.data.max_length
+
+
+def test_sliceformer_recipes_follow_the_fork():
+    img = config_lib.load("configs/lra/image.py:model=sliceformer")
+    assert (img.batch_size, img.model.num_layers, img.model.dim, img.model.qkv_dim) == (
+        192,
+        6,
+        96,
+        48,
+    )
+    assert img.attention.ignore_mask  # the fork sorts padding too
+    path = config_lib.load("configs/lra/pathfinder.py:model=sliceformer")
+    assert (path.batch_size, path.model.dim, path.model.positions) == (640, 320, "learned")
+
+
+def test_attn_override_and_path_x():
+    c = config_lib.load("configs/lra/image.py:attn=performer")
+    assert c.attention.name == "performer" and c.model.num_layers == 1
+    x = config_lib.load("configs/lra/pathfinder.py:resolution=128")
+    assert x.data.max_length == 128 * 128 and x.optimizer.grad_clip_norm == 1.0
+
+
+@pytest.mark.parametrize(
+    "arg,match",
+    [
+        ("model=bert", "unknown LRA recipe model='bert'"),
+        ("preset=huge", "unknown preset 'huge'"),
+        ("mode=medium", "unknown SAMSA mode"),
+        ("atn=softmax", "unknown config argument 'atn'"),
+        ("attn=flash", "unknown attention"),
+        ("attn=samsa,k=100000", "k=100000 exceeds"),
+    ],
+)
+def test_bad_arguments_are_named(arg, match):
+    with pytest.raises((config_lib.ConfigError, KeyError, ValueError), match=match):
+        config_lib.load(f"configs/lra/text.py:{arg}")
