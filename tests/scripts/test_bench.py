@@ -80,3 +80,35 @@ def test_oversized_configurations_are_skipped_with_a_reason(tmp_path):
     )
     rec = json.loads((tmp_path / "attention_scaling.json").read_text())["records"][0]
     assert rec["time_s"] is None and "GiB" in rec["skipped"]
+
+
+def test_pipeline_bench_compares_with_training_rates(tmp_path):
+    runs = tmp_path / "runs" / "a"
+    runs.mkdir(parents=True)
+    (runs / "summary.json").write_text(
+        json.dumps(
+            {"task": "lra.listops", "preset": "smoke", "throughput": {"examples_per_s": 10.0}}
+        )
+    )
+    bench.main(
+        [
+            "pipeline",
+            "--configs",
+            "configs/lra/listops.py:preset=smoke",
+            "--batches",
+            "5",
+            "--warmup",
+            "1",
+            "--compare",
+            str(tmp_path / "runs"),
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    result = json.loads((tmp_path / "pipelines.json").read_text())
+    (rec,) = result["records"]
+    assert rec["task"] == "lra.listops" and rec["source"] == "generated"
+    assert rec["pipeline_examples_per_s"] > 0 and rec["train_examples_per_s"] == 10.0
+    assert rec["ratio"] == rec["pipeline_examples_per_s"] / 10.0
+    table = (tmp_path / "pipelines.md").read_text()
+    assert table.startswith("<!-- generated") and "lra/listops.py:preset=smoke" in table
