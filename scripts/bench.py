@@ -13,10 +13,11 @@ recorded. The machine's matmul throughput is measured in the same run, so achiev
 be compared with it. Writes `results/bench/attention_<tag>.{json,md,png}`.
 
 `pipeline`: each config's input pipeline measured alone (the trainer's grain iterator, no
-model): data loading time (from the on-disk cache; the first build is reported separately)
-and train-batch examples/s. With `--compare DIR`, the run summaries under DIR give each task's
-fastest measured training rate at the same preset, and the table shows the ratio (the target
-is >= 10x: the pipeline never starves the model). Writes `results/bench/pipelines.{json,md}`.
+model): data loading time (`first_load_s`: the first call, which builds the on-disk cache only
+if it is absent; `cached_load_s`: a second call) and train-batch examples/s. With
+`--compare DIR`, the run summaries under DIR give each task's fastest measured training rate at
+the same preset, and the table shows the ratio (the target is >= 10x: the pipeline never
+starves the model). Writes `results/bench/pipelines.{json,md}`.
 """
 
 from __future__ import annotations
