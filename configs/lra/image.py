@@ -105,7 +105,6 @@ def get_config(arg: str | None = None):
         base.short_run(c, steps=500, eval_every=250, lr_peak=2e-3)
     elif args.preset == "smoke":
         c.data.source = "standin"
-        c.data.num_val, c.data.num_test = 1_000, 2_000  # the first ones (evaluation is costly)
         base.small_model(c, layers=1, dim=32, heads=4, mlp_dim=64)
         base.short_run(c, steps=12, eval_every=4, lr_peak=1e-2)
         c.batch_size, c.eval_batch_size = 8, 16

@@ -93,6 +93,7 @@ def get_config(arg: str | None = None):
         data.num_train, data.num_val, data.num_test = 256, 64, 64
         base.small_model(c, layers=1, dim=32, heads=4, mlp_dim=64)
         base.short_run(c, steps=12, eval_every=4, lr_peak=1e-2)
+        c.log_every = 2
         c.batch_size, c.eval_batch_size = 16, 32
     return base.finish(c, args)
 
