@@ -20,7 +20,19 @@ import ml_collections
 from configs import common
 from core import config as config_lib
 
-__all__ = ["ARGS", "RECIPES", "parse", "model_config", "new", "transformer", "samsa"]
+__all__ = [
+    "ARGS",
+    "RECIPES",
+    "parse",
+    "model_config",
+    "new",
+    "transformer",
+    "samsa",
+    "finish",
+    "small_model",
+    "short_run",
+    "set_length",
+]
 
 # Config-argument keys and defaults shared by the LRA task files.
 # k=0: SAMSA's default, 128 (Table 1's smallest column) in the samsa recipe, and length / 16
