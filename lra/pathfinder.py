@@ -114,7 +114,7 @@ from collections.abc import Callable, Mapping, Sequence
 import ml_collections
 import numpy as np
 
-from lra import cache
+from lra import cache, image
 
 __all__ = [
     "NUM_CLASSES",
@@ -127,7 +127,6 @@ __all__ = [
     "params_for",
     "generate",
     "generate_debug",
-    "pixels_to_tokens",
     "write_official",
     "read_official",
     "official_splits",
@@ -836,13 +835,6 @@ def generate_debug(
     return _generate(n, seed, params, start, stream, None, True, chunk_size)
 
 
-def pixels_to_tokens(pixels: np.ndarray, zero_is_padding: bool = False) -> np.ndarray:
-    """uint16 [n, H*W] token ids of uint8 images [n, H, W] (or [n, H*W]): pixel + 1, or the
-    pixel itself with the LRA quirk `zero_is_padding`."""
-    flat = pixels.reshape(len(pixels), -1).astype(np.uint16)
-    return flat if zero_is_padding else flat + np.uint16(1)
-
-
 # --------------------------------------------------------------------------------------------
 # Official release: metadata text files + PNGs
 # --------------------------------------------------------------------------------------------
@@ -1149,7 +1141,8 @@ def load(
         limit = int(d[f"num_{split}"])
         if d.source == "official" and limit:
             pixels, labels = pixels[:limit], labels[:limit]
-        splits[split] = {"tokens": pixels_to_tokens(pixels, d.zero_is_padding), "label": labels}
+        tokens = image.pixels_to_tokens(pixels, d.zero_is_padding)
+        splits[split] = {"tokens": tokens, "label": labels}
         sizes[split] = len(labels)
         positive[split] = round(float(labels.mean()), 4) if len(labels) else 0.0
         zero_fraction[split] = round(float(np.mean(pixels == 0)), 4) if pixels.size else 0.0

@@ -97,6 +97,7 @@ import ml_collections
 import numpy as np
 
 from lra import cache
+from lra import text as lra_text
 
 __all__ = [
     "NUM_CLASSES",
@@ -213,14 +214,6 @@ def _encode_into(out: np.ndarray, texts: Sequence[bytes]) -> None:
     # The row-major order of the mask's True entries is the order of the concatenated bytes.
     mask = np.arange(width) < lengths[:, None]
     out[mask] = flat.astype(np.uint16) + 1
-
-
-def _encode_bytes(texts: Sequence[bytes], max_length: int) -> np.ndarray:
-    """uint16 [n, max_length]: byte + 1 of each text, truncated, right-padded with 0."""
-    out = np.zeros((len(texts), max_length), dtype=np.uint16)
-    if texts:
-        _encode_into(out, texts)
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -717,8 +710,8 @@ def _load_standin(d, cache_root: pathlib.Path, max_length: int, text_cap: int):
         }
         return {
             s: {
-                "tokens1": _encode_bytes([r[3] for r in rows], max_length),
-                "tokens2": _encode_bytes([r[4] for r in rows], max_length),
+                "tokens1": lra_text.encode_bytes([r[3] for r in rows], max_length),
+                "tokens2": lra_text.encode_bytes([r[4] for r in rows], max_length),
                 "label": np.array([r[0] for r in rows], dtype=np.int32),
             }
             for s, rows in examples.items()

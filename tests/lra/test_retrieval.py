@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from lra import cache, retrieval
+from lra import text as lra_text
 
 ROWS = [
     (1, "P00-1001", "P99-1002", 'A "quoted" text, quotes are plain', "short"),
@@ -49,7 +50,7 @@ def test_data_config_has_the_lra_values():
 
 
 def test_encode_bytes_is_byte_plus_one_truncated_and_padded():
-    out = retrieval._encode_bytes([b"\x00\xffab", b"", b"abcdefgh"], 5)
+    out = lra_text.encode_bytes([b"\x00\xffab", b"", b"abcdefgh"], 5)
     assert out.dtype == np.uint16 and out.shape == (3, 5)
     np.testing.assert_array_equal(out[0], [1, 256, 98, 99, 0])
     np.testing.assert_array_equal(out[1], 0)
@@ -319,12 +320,8 @@ def test_load_standin_tokens_description_and_cache(tmp_path, monkeypatch):
     for split, rows in examples.items():
         a = splits[split]
         np.testing.assert_array_equal(a["label"], [r[0] for r in rows])
-        np.testing.assert_array_equal(
-            a["tokens1"], retrieval._encode_bytes([r[3] for r in rows], 32)
-        )
-        np.testing.assert_array_equal(
-            a["tokens2"], retrieval._encode_bytes([r[4] for r in rows], 32)
-        )
+        np.testing.assert_array_equal(a["tokens1"], lra_text.encode_bytes([r[3] for r in rows], 32))
+        np.testing.assert_array_equal(a["tokens2"], lra_text.encode_bytes([r[4] for r in rows], 32))
         assert a["tokens1"].dtype == np.uint16 and a["label"].dtype == np.int32
     assert desc["standin_for"] == "ACL Anthology Network citation pairs (LRA Retrieval)"
     assert desc["source"] == "standin" and desc["cache"].startswith("lra/retrieval-standin-")
