@@ -28,6 +28,8 @@ __all__ = [
     "new",
     "transformer",
     "samsa",
+    "RECIPE_ATTENTION",
+    "sliceformer_fork",
     "finish",
     "small_model",
     "short_run",
@@ -119,6 +121,17 @@ def transformer(
     m.num_layers, m.dim, m.qkv_dim, m.num_heads, m.mlp_dim = layers, dim, qkv_dim, heads, mlp_dim
     m.dropout, m.pool, m.positions = dropout, pool, positions
     c.attention = common.attention_config(attn, dropout_rate=attn_dropout)
+
+
+# The mechanism each recipe puts in the LRA base Transformer.
+RECIPE_ATTENTION = {"transformer": "softmax", "sliceformer": "sliceformer", "gfsa": "gfsa_linear"}
+
+
+def sliceformer_fork(c, *, seed: int = 3) -> None:
+    """What the Sliceformer authors' LRA fork changes beyond its config numbers: its random
+    seed (3; 2 for CIFAR) and sorting over padding too (`ignore_mask`, sliceformer.md §1.6)."""
+    c.seed = seed
+    c.attention.ignore_mask = True
 
 
 # SAMSA Table 7 (identical for the five LRA tasks) and App. B common settings.

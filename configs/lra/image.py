@@ -75,8 +75,7 @@ def get_config(arg: str | None = None):
             positions="learned",
             eval_every=234,
         )
-        c.seed = 2  # the fork's CIFAR random_seed
-        c.attention.ignore_mask = True  # the fork sorts padding too (sliceformer.md §1.6)
+        base.sliceformer_fork(c, seed=2)  # the fork's CIFAR random_seed
     else:
         # SAMSA Table 8 row LRA-Image: 8 layers, d 128, FFN 512, 8 heads, dropout 0.3.
         base.samsa(

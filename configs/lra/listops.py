@@ -28,9 +28,7 @@ def get_config(arg: str | None = None):
         # "Efficient Attention + GFSA" on ListOps without giving sizes, so it uses it too.
         base.transformer(
             c,
-            attn={"transformer": "softmax", "sliceformer": "sliceformer", "gfsa": "gfsa_linear"}[
-                args.model
-            ],
+            attn=base.RECIPE_ATTENTION[args.model],
             steps=5000,  # LRA num_train_steps
             batch=32,  # LRA batch_size (eval batch too; we also evaluate the last partial one)
             lr=0.05,  # LRA learning_rate (the `constant` factor; peak 0.05/sqrt(1000))
@@ -47,8 +45,7 @@ def get_config(arg: str | None = None):
             eval_every=50,  # LRA eval_frequency
         )
         if args.model == "sliceformer":
-            c.seed = 3  # the fork's base config random_seed
-            c.attention.ignore_mask = True  # the fork sorts padding too (sliceformer.md §1.6)
+            base.sliceformer_fork(c)
     else:
         # SAMSA Table 8 row LRA-ListOPS: 6 layers, d 256, FFN 768, 8 heads, dropout 0.1.
         base.samsa(

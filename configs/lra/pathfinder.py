@@ -107,8 +107,7 @@ def get_config(arg: str | None = None):
             positions="learned",
             eval_every=250,
         )
-        c.seed = 3
-        c.attention.ignore_mask = True  # the fork sorts padding too (sliceformer.md §1.6)
+        base.sliceformer_fork(c)
     else:
         # SAMSA Table 8 row LRA-Pathfinder: 6 layers, d 128, FFN 512, 8 heads, dropout 0.3.
         base.samsa(

@@ -34,9 +34,7 @@ def get_config(arg: str | None = None):
         # GFSA App. U gives no Retrieval run; its Efficient Attention + GFSA uses this recipe.
         base.transformer(
             c,
-            attn={"transformer": "softmax", "sliceformer": "sliceformer", "gfsa": "gfsa_linear"}[
-                args.model
-            ],
+            attn=base.RECIPE_ATTENTION[args.model],
             steps=5000,  # LRA num_train_steps
             batch=32,  # LRA batch_size
             lr=0.05,  # LRA learning_rate; warmup 8000 > 5000 steps: the lr only warms up
@@ -52,8 +50,7 @@ def get_config(arg: str | None = None):
             attn_dropout=0.1,  # LRA attention_dropout_rate
         )
         if args.model == "sliceformer":
-            c.seed = 3  # the fork's base config random_seed
-            c.attention.ignore_mask = True  # the fork sorts padding too (sliceformer.md §1.6)
+            base.sliceformer_fork(c)
     else:
         # SAMSA Table 8 row LRA-Retrieval: 6 layers, d 128, FFN 512, 8 heads, dropout 0.3
         # (Table 1 reports hard sampling only for Retrieval).

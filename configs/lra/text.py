@@ -34,9 +34,7 @@ def get_config(arg: str | None = None):
         # sizes, so its Efficient Attention + GFSA runs in the same recipe.
         base.transformer(
             c,
-            attn={"transformer": "softmax", "sliceformer": "sliceformer", "gfsa": "gfsa_linear"}[
-                args.model
-            ],
+            attn=base.RECIPE_ATTENTION[args.model],
             steps=20_000,  # LRA num_train_steps
             batch=32,  # LRA batch_size
             lr=0.05,  # LRA learning_rate (peak 0.05/sqrt(8000) = 5.6e-4)
@@ -52,8 +50,7 @@ def get_config(arg: str | None = None):
             attn_dropout=0.1,  # LRA attention_dropout_rate
         )
         if args.model == "sliceformer":
-            c.seed = 3  # the fork's base config random_seed
-            c.attention.ignore_mask = True  # the fork sorts padding too (sliceformer.md §1.6)
+            base.sliceformer_fork(c)
         c.data.max_length = 1000  # LRA base_tc_config max_length (the LRA paper says 4K)
     else:
         # SAMSA Table 8 row LRA-Text: 4 layers, d 128, FFN 512, 8 heads, dropout 0.3.
