@@ -73,6 +73,10 @@ class Task(Protocol):
 
     def loss_and_metrics(self, model, batch, *, train: bool, key) -> tuple[Any, dict]: ...
 
+    # Optional, for `scripts.bench train` (timing without data): a synthetic batch with the
+    # shapes and dtypes of a real one at the config's length.
+    # def example_batch(self, config, batch_size: int, seed: int = 0) -> dict: ...
+
 
 _TASKS: dict[str, Callable[[], Task]] = {}
 _DOMAINS = ("lra", "vision", "graphs", "pointcloud")

@@ -13,6 +13,17 @@ from lra import image, listops, models, pathfinder, retrieval, text
 __all__ = ["ListOps", "Text", "Retrieval", "Image", "Pathfinder", "data_root"]
 
 
+def _synthetic(config, batch_size: int, seed: int, vocab: int, classes: int, fields) -> dict:
+    """A batch of uniformly random non-padding tokens (ids 1..vocab-1) at the config's full
+    length, random labels and unit weights: the shapes and dtypes of real batches, for timing."""
+    rng = np.random.default_rng(seed)
+    shape = (batch_size, config.data.max_length)
+    batch = {f: rng.integers(1, vocab, shape).astype(np.int32) for f in fields}
+    batch["label"] = rng.integers(0, classes, batch_size).astype(np.int32)
+    batch["weight"] = np.ones(batch_size, np.float32)
+    return batch
+
+
 def data_root(config_dir: str) -> pathlib.Path:
     """Where generated data is cached: `config.data.dir`, else `$ATTNBENCH_DATA`, else
     `~/.cache/attnbench`."""
@@ -65,6 +76,10 @@ class ListOps:
             splits["train"], splits["val"], splits["test"], source=d.source, description=description
         )
 
+    def example_batch(self, config, batch_size: int, seed: int = 0) -> dict:
+        vocab = len(listops.VOCAB)
+        return _synthetic(config, batch_size, seed, vocab, listops.NUM_CLASSES, ["tokens"])
+
     def build_model(self, config, rngs):
         return models.SequenceClassifier(
             vocab_size=len(listops.VOCAB),
@@ -102,6 +117,10 @@ class _ModuleTask:
             source=d.source,
             description=description,
         )
+
+    def example_batch(self, config, batch_size: int, seed: int = 0) -> dict:
+        m = self.module
+        return _synthetic(config, batch_size, seed, m.VOCAB_SIZE, m.NUM_CLASSES, ["tokens"])
 
     def build_model(self, config, rngs):
         return models.SequenceClassifier(
@@ -145,6 +164,11 @@ class Retrieval(_ModuleTask):
     """LRA Retrieval: does one document cite the other? A weight-shared dual encoder."""
 
     module = retrieval
+
+    def example_batch(self, config, batch_size: int, seed: int = 0) -> dict:
+        m = self.module
+        fields = ["tokens1", "tokens2"]
+        return _synthetic(config, batch_size, seed, m.VOCAB_SIZE, m.NUM_CLASSES, fields)
 
     def build_model(self, config, rngs):
         return models.DualEncoderClassifier(

@@ -87,87 +87,179 @@ def matmul_flops(n=2048, dtype=jnp.float32, repeats=5) -> float:
     return 2 * n**3 / t
 
 
-def bench_attention(args) -> dict:
-    dtype = jnp.dtype(args.dtype)
+def parse_mechanism(spec: str) -> tuple[str, dict]:
+    """`name` or `name:key=value,...` (values parsed as Python literals where they are one):
+    a registered mechanism with hyper-parameters bound over its defaults."""
+    import ast
+
+    name, _, rest = spec.partition(":")
+    if name not in attention.names():
+        raise ValueError(f"unknown mechanism {name!r}; known: {', '.join(attention.names())}")
+    hp = {}
+    for item in filter(None, rest.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"mechanism spec {spec!r}: expected key=value, got {item!r}")
+        try:
+            hp[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            hp[key] = value
+    attention.get(name, **hp)  # unknown hyper-parameters fail here, naming the known ones
+    return name, hp
+
+
+def measure_attention(
+    spec: str,
+    length: int,
+    *,
+    batch: int,
+    heads: int,
+    head_dim: int,
+    dtype: str,
+    modes,
+    repeats: int,
+    max_memory_gb: float,
+    matmul_flops_per_s: float | None = None,
+) -> dict:
+    """`{"records": [...]}`: one record per mode for mechanism `spec` at `length` tokens."""
+    name, hp = parse_mechanism(spec)
+    mech = attention.get(name, **hp)
+    n = length
+    key = jax.random.key(0)
+    params = mech.init(
+        key, num_heads=heads, head_dim=head_dim, model_dim=heads * head_dim, max_len=n
+    )
+    q, k, v, extra = _inputs(mech, key, batch, n, heads, head_dim, jnp.dtype(dtype))
+    trainable = {p: x for p, x in params.items() if p != "buffers"}
+    fargs = (trainable, params.get("buffers", {}), q, k, v, extra, key)
     records = []
-    peak = matmul_flops(dtype=dtype)
-    print(f"matmul throughput: {peak / 1e9:.1f} GFLOP/s ({args.dtype})", flush=True)
-    for name in args.mechanisms:
-        for n in args.lengths:
-            mech = attention.get(name)
-            key = jax.random.key(0)
-            params = mech.init(
-                key,
-                num_heads=args.heads,
-                head_dim=args.head_dim,
-                model_dim=args.heads * args.head_dim,
-                max_len=n,
+    for mode in modes:
+        rec = {
+            "mechanism": name,
+            "label": spec,
+            "hparams": dict(mech.hparams),
+            "length": n,
+            "batch": batch,
+            "heads": heads,
+            "head_dim": head_dim,
+            "dtype": dtype,
+            "mode": mode,
+            "time_s": None,
+            "time_spread_s": None,
+            "memory_bytes": None,
+            "flops": None,
+            "achieved_flops_per_s": None,
+            "fraction_of_matmul": None,
+            "skipped": None,
+        }
+        records.append(rec)
+        try:
+            compiled = jax.jit(_fn(mech, mode)).lower(*fargs).compile()
+        except Exception as e:  # noqa: BLE001 (recorded, not hidden)
+            rec["skipped"] = f"does not compile: {type(e).__name__}: {str(e)[:200]}"
+            print(f"{spec:18s} N={n:6d} {mode:17s} skipped: {rec['skipped']}", flush=True)
+            continue
+        mem = compiled.memory_analysis()
+        if mem is not None:
+            rec["memory_bytes"] = int(
+                mem.temp_size_in_bytes + mem.argument_size_in_bytes + mem.output_size_in_bytes
             )
-            q, k, v, extra = _inputs(mech, key, args.batch, n, args.heads, args.head_dim, dtype)
-            for mode in args.modes:
-                rec = {
-                    "mechanism": name,
-                    "hparams": dict(mech.hparams),
-                    "length": n,
-                    "batch": args.batch,
-                    "heads": args.heads,
-                    "head_dim": args.head_dim,
-                    "dtype": args.dtype,
-                    "mode": mode,
-                    "time_s": None,
-                    "time_spread_s": None,
-                    "memory_bytes": None,
-                    "flops": None,
-                    "achieved_flops_per_s": None,
-                    "skipped": None,
-                }
-                trainable = {n: x for n, x in params.items() if n != "buffers"}
-                fargs = (trainable, params.get("buffers", {}), q, k, v, extra, key)
-                try:
-                    compiled = jax.jit(_fn(mech, mode)).lower(*fargs).compile()
-                except Exception as e:  # noqa: BLE001 (recorded, not hidden)
-                    rec["skipped"] = f"does not compile: {type(e).__name__}: {str(e)[:200]}"
-                    records.append(rec)
-                    print(f"{name:18s} N={n:6d} {mode:17s} skipped: {rec['skipped']}")
-                    continue
-                mem = compiled.memory_analysis()
-                if mem is not None:
-                    rec["memory_bytes"] = int(
-                        mem.temp_size_in_bytes
-                        + mem.argument_size_in_bytes
-                        + mem.output_size_in_bytes
-                    )
-                if rec["memory_bytes"] and rec["memory_bytes"] > args.max_memory_gb * 2**30:
-                    rec["skipped"] = (
-                        f"needs {rec['memory_bytes'] / 2**30:.1f} GiB > "
-                        f"--max-memory-gb {args.max_memory_gb}"
-                    )
-                else:
-                    rec["time_s"], rec["time_spread_s"] = _time(compiled, fargs, args.repeats)
-                    cost = compiled.cost_analysis()
-                    cost = cost[0] if isinstance(cost, list) else cost
-                    if cost and cost.get("flops"):
-                        rec["flops"] = float(cost["flops"])
-                        rec["achieved_flops_per_s"] = rec["flops"] / rec["time_s"]
-                records.append(rec)
-                shown = (
-                    f"{rec['time_s'] * 1e3:9.2f} ms"
-                    if rec["time_s"] is not None
-                    else f"skipped: {rec['skipped']}"
+        if rec["memory_bytes"] and rec["memory_bytes"] > max_memory_gb * 2**30:
+            rec["skipped"] = (
+                f"needs {rec['memory_bytes'] / 2**30:.1f} GiB > --max-memory-gb {max_memory_gb}"
+            )
+        else:
+            rec["time_s"], rec["time_spread_s"] = _time(compiled, fargs, repeats)
+            cost = compiled.cost_analysis()
+            cost = cost[0] if isinstance(cost, list) else cost
+            if cost and cost.get("flops"):
+                rec["flops"] = float(cost["flops"])
+                rec["achieved_flops_per_s"] = rec["flops"] / rec["time_s"]
+                if matmul_flops_per_s:
+                    rec["fraction_of_matmul"] = rec["achieved_flops_per_s"] / matmul_flops_per_s
+        shown = (
+            f"{rec['time_s'] * 1e3:9.2f} ms"
+            if rec["time_s"] is not None
+            else f"skipped: {rec['skipped']}"
+        )
+        print(f"{spec:18s} N={n:6d} {mode:17s} {shown}", flush=True)
+    return {"records": records}
+
+
+def bench_attention(args) -> dict:
+    """Every (mechanism, length), each in its own process unless `--no-isolate` (then
+    `peak_rss_bytes` is the whole run's peak so far, not the configuration's)."""
+    from scripts import isolate
+
+    peak = matmul_flops(dtype=jnp.dtype(args.dtype))
+    print(f"matmul throughput: {peak / 1e9:.1f} GFLOP/s ({args.dtype})", flush=True)
+    records = []
+    for spec in args.mechanisms:
+        for n in args.lengths:
+            kw = dict(
+                batch=args.batch,
+                heads=args.heads,
+                head_dim=args.head_dim,
+                dtype=args.dtype,
+                modes=list(args.modes),
+                repeats=args.repeats,
+                max_memory_gb=args.max_memory_gb,
+                matmul_flops_per_s=peak,
+            )
+            if args.isolate:
+                got = isolate.run(
+                    "scripts.bench:measure_attention",
+                    dict(spec=spec, length=n, **kw),
+                    timeout_s=args.timeout,
                 )
-                print(f"{name:18s} N={n:6d} {mode:17s} {shown}", flush=True)
+            else:
+                got = measure_attention(spec, n, **kw)
+                got["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            if "records" not in got:  # the child process died: every mode is skipped
+                name, hp = parse_mechanism(spec)
+                got["records"] = [
+                    dict(
+                        mechanism=name,
+                        label=spec,
+                        hparams=dict(attention.get(name, **hp).hparams),
+                        length=n,
+                        batch=args.batch,
+                        heads=args.heads,
+                        head_dim=args.head_dim,
+                        dtype=args.dtype,
+                        mode=mode,
+                        time_s=None,
+                        time_spread_s=None,
+                        memory_bytes=None,
+                        flops=None,
+                        achieved_flops_per_s=None,
+                        fraction_of_matmul=None,
+                        skipped=got["skipped"],
+                    )
+                    for mode in args.modes
+                ]
+                print(f"{spec:18s} N={n:6d} skipped: {got['skipped']}", flush=True)
+            for rec in got["records"]:
+                rec["peak_rss_bytes"] = got.get("peak_rss_bytes")
+                records.append(rec)
     return {"matmul_flops_per_s": peak, "records": records}
 
 
-def slopes(records, mode="forward_backward", lo=None, hi=None) -> dict:
-    """Fitted log-log slope of time vs length per mechanism (lengths within [lo, hi])."""
+def _label(r) -> str:
+    return r.get("label") or r["mechanism"]
+
+
+def slopes(records, mode="forward_backward", lo=None, hi=None, key="time_s") -> dict:
+    """Fitted log-log slope of `key` (time, or memory) vs length per mechanism label, over the
+    measured lengths within [lo, hi] (at least two points)."""
     out = {}
-    for name in sorted({r["mechanism"] for r in records}):
+    for name in dict.fromkeys(_label(r) for r in records):
         pts = [
-            (r["length"], r["time_s"])
+            (r["length"], r[key])
             for r in records
-            if r["mechanism"] == name
+            if _label(r) == name
             and r["mode"] == mode
+            and r[key]
             and r["time_s"]
             and (lo is None or r["length"] >= lo)
             and (hi is None or r["length"] <= hi)
@@ -178,11 +270,21 @@ def slopes(records, mode="forward_backward", lo=None, hi=None) -> dict:
     return out
 
 
+def _find(recs, name, n, mode):
+    return next(
+        (r for r in recs if _label(r) == name and r["length"] == n and r["mode"] == mode), None
+    )
+
+
 def write(result: dict, out: str, tag: str, *, write_json: bool = True) -> None:
     if write_json:
         io.write_json(f"{out}/attention_{tag}.json", result)
     recs = result["records"]
     lengths = sorted({r["length"] for r in recs})
+    names = list(dict.fromkeys(_label(r) for r in recs))
+    lo, hi = result.get("slope_range") or (None, None)
+    span = "all lengths" if lo is None else f"{lo}-{hi}"
+    first = recs[0] if recs else {}
     lines = [
         "<!-- generated by scripts/bench.py; do not edit -->",
         f"# Attention time vs length ({result['device']['kind']}, "
@@ -190,28 +292,27 @@ def write(result: dict, out: str, tag: str, *, write_json: bool = True) -> None:
         "",
         f"Command: `{result['command']}`",
         "",
-        f"Matmul throughput: {result['matmul_flops_per_s'] / 1e9:.1f} GFLOP/s",
+        f"git {result['git_revision'][:12]}; batch {first.get('batch')}, "
+        f"{first.get('heads')} heads of dim {first.get('head_dim')}, {first.get('dtype')}; "
+        f"matmul throughput measured in the same run: "
+        f"{result['matmul_flops_per_s'] / 1e9:.1f} GFLOP/s.",
+        "",
+        "Times are medians over repeats after a warm-up call; `skip` = not run (reason in the "
+        f"JSON). Slope: fitted log-log slope of time vs length over {span}.",
         "",
     ]
     for mode in sorted({r["mode"] for r in recs}, key=MODES.index):
         lines += [
-            f"## {mode} (ms, median)",
+            f"## {mode}: time (ms, median)",
             "",
-            "| mechanism | " + " | ".join(str(n) for n in lengths) + " | slope |",
+            "| mechanism | " + " | ".join(str(n) for n in lengths) + f" | slope ({span}) |",
             "|---|" + "---|" * (len(lengths) + 1),
         ]
-        sl = slopes(recs, mode)
-        for name in dict.fromkeys(r["mechanism"] for r in recs):
+        sl = slopes(recs, mode, lo, hi)
+        for name in names:
             cells = []
             for n in lengths:
-                r = next(
-                    (
-                        r
-                        for r in recs
-                        if r["mechanism"] == name and r["length"] == n and r["mode"] == mode
-                    ),
-                    None,
-                )
+                r = _find(recs, name, n, mode)
                 cells.append(
                     ""
                     if r is None
@@ -221,6 +322,51 @@ def write(result: dict, out: str, tag: str, *, write_json: bool = True) -> None:
                 )
             slope = f"{sl[name]:.2f}" if name in sl else ""
             lines.append(f"| {name} | " + " | ".join(cells) + f" | {slope} |")
+        lines.append("")
+    mode = "forward_backward" if any(r["mode"] == "forward_backward" for r in recs) else None
+    mode = mode or (recs[0]["mode"] if recs else None)
+    if mode:
+        lines += [
+            f"## {mode}: compiled memory (MiB, temp + arguments + outputs) / process peak RSS "
+            "(MiB)",
+            "",
+            "| mechanism | " + " | ".join(str(n) for n in lengths) + " |",
+            "|---|" + "---|" * len(lengths),
+        ]
+        for name in names:
+            cells = []
+            for n in lengths:
+                r = _find(recs, name, n, mode)
+                if r is None or r["memory_bytes"] is None:
+                    cells.append("" if r is None else "skip")
+                    continue
+                rss = r.get("peak_rss_bytes")
+                rss = f" / {rss / 2**20:.0f}" if rss else ""
+                cells.append(f"{r['memory_bytes'] / 2**20:.1f}{rss}")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines += [
+            "",
+            f"## {mode}: achieved FLOP/s as a fraction of the matmul throughput",
+            "",
+            "FLOPs from XLA's cost analysis of the compiled function (what XLA counts: matmuls "
+            "and elementwise ops; sorts and scatters count little) divided by the median time.",
+            "",
+            "| mechanism | " + " | ".join(str(n) for n in lengths) + " |",
+            "|---|" + "---|" * len(lengths),
+        ]
+        for name in names:
+            cells = []
+            for n in lengths:
+                r = _find(recs, name, n, mode)
+                frac = None if r is None else r.get("fraction_of_matmul")
+                cells.append("" if frac is None else f"{frac:.0%}")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+    skipped = [r for r in recs if r["skipped"]]
+    if skipped:
+        lines += ["## Skipped", ""]
+        for r in skipped:
+            lines.append(f"- {_label(r)} N={r['length']} {r['mode']}: {r['skipped']}")
         lines.append("")
     io.write_text(f"{out}/attention_{tag}.md", "\n".join(lines))
     _plot(result, f"{out}/attention_{tag}.png")
@@ -233,26 +379,34 @@ def _plot(result, path):
     import matplotlib.pyplot as plt
 
     recs = result["records"]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
-    names = list(dict.fromkeys(r["mechanism"] for r in recs))
+    mode = "forward_backward" if any(r["mode"] == "forward_backward" for r in recs) else None
+    mode = mode or recs[0]["mode"]
+    lo, hi = result.get("slope_range") or (None, None)
+    fig, axes = plt.subplots(1, 2, figsize=(14, 5))
+    names = list(dict.fromkeys(_label(r) for r in recs))
     colors = plt.cm.tab20(np.linspace(0, 1, max(len(names), 2)))
+    t_sl = slopes(recs, mode, lo, hi)
+    m_sl = slopes(recs, mode, lo, hi, key="memory_bytes")
     for i, name in enumerate(names):
         pts = [
             (r["length"], r["time_s"], r["memory_bytes"])
             for r in recs
-            if r["mechanism"] == name and r["mode"] == "forward_backward" and r["time_s"]
+            if _label(r) == name and r["mode"] == mode and r["time_s"]
         ]
         if pts:
             n, t, m = zip(*pts, strict=True)
-            style = dict(color=colors[i], marker="osD^v<>"[i % 7], label=name)
-            axes[0].loglog(n, t, "-", **style)
-            axes[1].loglog(n, m, "-", **style)
-    axes[0].set(xlabel="length", ylabel="forward+backward time (s)")
-    axes[1].set(xlabel="length", ylabel="compiled memory (bytes)")
+            style = dict(color=colors[i], marker="osD^v<>"[i % 7])
+            ts = f" ({t_sl[name]:.2f})" if name in t_sl else ""
+            ms = f" ({m_sl[name]:.2f})" if name in m_sl else ""
+            axes[0].loglog(n, t, "-", label=name + ts, **style)
+            axes[1].loglog(n, m, "-", label=name + ms, **style)
+    span = "" if lo is None else f", slopes over {lo}-{hi}"
+    axes[0].set(xlabel="length", ylabel=f"{mode} time (s)", title=f"time{span}")
+    axes[1].set(xlabel="length", ylabel="compiled memory (bytes)", title=f"memory{span}")
     for ax in axes:
         ax.grid(alpha=0.3, which="both")
-    if axes[1].lines:
-        axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        if ax.lines:
+            ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -359,6 +513,28 @@ def main(argv=None):
     p.add_argument("--max-memory-gb", type=float, default=8.0)
     p.add_argument("--out", default="results/bench")
     p.add_argument("--tag", default="scaling")
+    p.add_argument(
+        "--isolate",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="one process per (mechanism, length): its own peak RSS, and a crash loses one record",
+    )
+    p.add_argument("--timeout", type=float, default=1800, help="seconds per isolated process")
+    p.add_argument("--slope-range", nargs=2, type=int, default=[4096, 32768])
+    t = sub.add_parser("train", help="whole-model train/inference steps/s and memory vs length")
+    t.add_argument("--config", required=True, help="config path[:args], e.g. configs/lra/text.py")
+    t.add_argument("--mechanisms", nargs="+", default=None, help="default: the config's own")
+    t.add_argument("--lengths", nargs="+", type=int, default=[1000, 2000, 3000, 4000])
+    t.add_argument("--batch", type=int, default=2)
+    t.add_argument("--modes", nargs="+", default=["train"], choices=["train", "inference"])
+    t.add_argument("--steps", type=int, default=3, help="timed steps (median)")
+    t.add_argument("--warmup", type=int, default=1, help="untimed steps after compilation")
+    t.add_argument("--max-memory-gb", type=float, default=16.0)
+    t.add_argument("--baseline", default="softmax", help="mechanism the ratios are taken to")
+    t.add_argument("--out", default="results/bench")
+    t.add_argument("--tag", default="train")
+    t.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=True)
+    t.add_argument("--timeout", type=float, default=1800, help="seconds per isolated process")
     r = sub.add_parser("replot", help="rebuild the markdown table and PNG from a result JSON")
     r.add_argument("json", help="e.g. results/bench/attention_scaling.json")
     q = sub.add_parser("pipeline", help="input-pipeline examples/s vs the training rate")
@@ -391,10 +567,31 @@ def main(argv=None):
             write_json=False,
         )
         return
+    if args.command == "train":
+        from scripts import bench_train
+
+        t0 = time.perf_counter()
+        try:
+            specs = bench_train.plan(args)  # loads every config: bad input fails before any run
+        except (ValueError, TypeError) as e:
+            parser.error(str(e))
+        result = bench_train.run(args, specs)
+        result.update(
+            device=io.device_info(),
+            versions=io.versions(),
+            git_revision=io.git_revision(),
+            command="python -m scripts.bench " + " ".join(argv),
+            wall_time_s=time.perf_counter() - t0,
+        )
+        bench_train.write(result, args.out, args.tag)
+        print(f"wrote {args.out}/train_{args.tag}.{{json,md,png}}")
+        return
     args.mechanisms = args.mechanisms or attention.names()
-    unknown = [m for m in args.mechanisms if m not in attention.names()]
-    if unknown:
-        parser.error(f"unknown mechanism(s) {unknown}; known: {', '.join(attention.names())}")
+    for spec in args.mechanisms:
+        try:
+            parse_mechanism(spec)
+        except (ValueError, TypeError) as e:
+            parser.error(str(e))
     t0 = time.perf_counter()
     result = bench_attention(args)
     result.update(
@@ -402,6 +599,7 @@ def main(argv=None):
         versions=io.versions(),
         git_revision=io.git_revision(),
         command="python -m scripts.bench " + " ".join(argv),
+        slope_range=list(args.slope_range),
         peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         wall_time_s=time.perf_counter() - t0,
     )

@@ -39,7 +39,7 @@ __all__ = [
 # Config-argument keys and defaults shared by the LRA task files.
 # k=0: SAMSA's default, 128 (Table 1's smallest column) in the samsa recipe, and length / 16
 # (the same ratio at ~2K tokens) when `attn=samsa` swaps it into another recipe.
-ARGS = {"preset": "paper", "model": "transformer", "attn": "", "k": 0, "mode": "hard"}
+ARGS = {"preset": "paper", "model": "transformer", "attn": "", "k": 0, "mode": "hard", "length": 0}
 RECIPES = ("transformer", "samsa", "sliceformer", "gfsa")
 PRESETS = ("paper", "cpu", "smoke")
 
@@ -163,7 +163,18 @@ def samsa(c, *, layers, dim, mlp_dim, heads, dropout, drop_path, train_examples,
 
 
 def finish(c, args) -> ml_collections.ConfigDict:
-    """`attn=` override, then adapts graph-structured mechanisms to the sequence length."""
+    """`length=` and `attn=` overrides, then adapts graph-structured mechanisms to the sequence
+    length. `length=N` (tokens per sequence, per document for Retrieval) replaces the preset's
+    length, keeping SAMSA's k / length ratio; image tasks have a fixed length (their pixels)."""
+    if args.length:
+        if c.task in ("lra.image", "lra.pathfinder"):
+            raise config_lib.ConfigError(
+                f"length={args.length}: {c.task} sequences are the image's pixels "
+                f"({c.data.max_length}); change the resolution instead"
+            )
+        if args.length < 1:
+            raise config_lib.ConfigError(f"length={args.length} must be >= 1")
+        set_length(c, args.length)
     if args.attn and args.attn != c.attention.name:
         keep = {"dropout_rate": c.attention.get("dropout_rate", 0.0)}
         if args.attn == "samsa":

@@ -8,6 +8,7 @@ Config argument (comma-separated `key=value`):
     attn=<mechanism>         any name in `attention.names()`; default: the recipe's
     model=transformer|samsa|sliceformer|gfsa   the recipe (configs/lra/base.py)
     k=128, mode=hard|soft    SAMSA's sampled tokens per head and sampler (model=samsa)
+    length=N                 tokens per expression, replacing the preset's (e.g. for `bench train`)
 Override any field from the command line, e.g. `--config.optimizer.lr=1e-3`.
 """
 

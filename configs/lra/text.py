@@ -10,6 +10,7 @@ Config argument (comma-separated `key=value`):
     model=transformer|samsa|sliceformer|gfsa   the recipe (configs/lra/base.py)
     attn=<mechanism>          any name in `attention.names()`; default: the recipe's
     k=128, mode=hard|soft     SAMSA's sampled tokens per head and sampler (model=samsa)
+    length=N                  bytes per review, replacing the preset's (e.g. for `bench train`)
 
 Data (`config.data.source`): `official` reads the aclImdb folder from `config.data.dir`;
 `standin` builds an offline byte-level classification from the Python documentation sources

@@ -1,8 +1,10 @@
-"""scripts.bench attention writes the documented record layout."""
+"""scripts.bench: the documented record layouts of `attention`, `train` and `pipeline`."""
 
 import json
 
-from scripts import bench
+import pytest
+
+from scripts import bench, isolate
 
 
 def test_attention_bench_writes_records_tables_and_plot(tmp_path):
@@ -23,6 +25,7 @@ def test_attention_bench_writes_records_tables_and_plot(tmp_path):
             "t",
             "--max-memory-gb",
             "4",
+            "--no-isolate",
         ]
     )
     result = json.loads((tmp_path / "attention_t.json").read_text())
@@ -76,6 +79,7 @@ def test_oversized_configurations_are_skipped_with_a_reason(tmp_path):
             str(tmp_path),
             "--max-memory-gb",
             "0.000001",
+            "--no-isolate",
         ]
     )
     rec = json.loads((tmp_path / "attention_scaling.json").read_text())["records"][0]
@@ -112,3 +116,62 @@ def test_pipeline_bench_compares_with_training_rates(tmp_path):
     assert rec["ratio"] == rec["pipeline_examples_per_s"] / 10.0
     table = (tmp_path / "pipelines.md").read_text()
     assert table.startswith("<!-- generated") and "lra/listops.py:preset=smoke" in table
+
+
+def test_isolated_attention_run_records_its_own_peak_rss_and_hparams(tmp_path):
+    bench.main(
+        ["attention", "--mechanisms", "samsa:k=8,mode='soft'", "--lengths", "32"]
+        + ["--modes", "forward", "--repeats", "1", "--out", str(tmp_path), "--tag", "iso"]
+    )
+    (rec,) = json.loads((tmp_path / "attention_iso.json").read_text())["records"]
+    assert rec["mechanism"] == "samsa" and rec["label"] == "samsa:k=8,mode='soft'"
+    assert rec["hparams"]["k"] == 8 and rec["hparams"]["mode"] == "soft"
+    assert rec["skipped"] is None and rec["time_s"] > 0
+    assert rec["peak_rss_bytes"] > 50 * 2**20  # the child's own peak: a JAX process
+    assert "| samsa:k=8,mode='soft' |" in (tmp_path / "attention_iso.md").read_text()
+
+
+def test_a_crashing_measurement_is_recorded_as_skipped():
+    got = isolate.run("os:abort", {})
+    assert set(got) == {"skipped"} and "exit status" in got["skipped"]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["attention", "--mechanisms", "nope"], "unknown mechanism 'nope'"),
+        (["attention", "--mechanisms", "samsa:kk=3"], "kk"),
+        (["train", "--config", "configs/lra/text.py", "--mechanisms", "nope"], "nope"),
+        (["train", "--config", "configs/lra/image.py", "--lengths", "64"], "length=64"),
+        (["train", "--config", "configs/lra/text.py:nope=1"], "nope"),
+    ],
+)
+def test_bad_arguments_fail_before_running_with_the_problem_named(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        bench.main(argv)
+    assert message in capsys.readouterr().err
+
+
+def test_train_bench_writes_steps_per_s_and_memory_per_mechanism_and_length(tmp_path):
+    bench.main(
+        ["train", "--config", "configs/lra/text.py:preset=smoke", "--mechanisms", "softmax"]
+        + ["linear", "--lengths", "32", "64", "--modes", "train", "inference"]
+        + ["--steps", "1", "--out", str(tmp_path), "--tag", "t", "--no-isolate"]
+    )
+    result = json.loads((tmp_path / "train_t.json").read_text())
+    assert {"device", "versions", "git_revision", "records"} <= set(result)
+    recs = result["records"]
+    assert len(recs) == 2 * 2 * 2
+    for r in recs:
+        assert r["skipped"] is None and r["steps_per_s"] > 0 and r["peak_memory_bytes"] > 0
+        assert r["task"] == "lra.text" and r["model"]["num_layers"] == 1
+    by = {(r["mechanism"], r["length"], r["mode"]): r for r in recs}
+    assert by[("linear", 64, "train")]["config"].endswith("attn=linear,length=64")
+    # softmax's train step holds the [B, H, N, N] probabilities: memory grows with length
+    assert (
+        by[("softmax", 64, "train")]["peak_memory_bytes"]
+        > by[("softmax", 32, "train")]["peak_memory_bytes"]
+    )
+    table = (tmp_path / "train_t.md").read_text()
+    assert table.startswith("<!-- generated") and "| linear |" in table and "x)" in table
+    assert (tmp_path / "train_t.png").read_bytes()[:4] == b"\x89PNG"
