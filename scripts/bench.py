@@ -96,7 +96,7 @@ def parse_mechanism(spec: str) -> tuple[str, dict]:
     if name not in attention.names():
         raise ValueError(f"unknown mechanism {name!r}; known: {', '.join(attention.names())}")
     hp = {}
-    for item in filter(None, rest.split(",")):
+    for item in filter(None, _split_top_level(rest)):
         key, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"mechanism spec {spec!r}: expected key=value, got {item!r}")
@@ -106,6 +106,19 @@ def parse_mechanism(spec: str) -> tuple[str, dict]:
             hp[key] = value
     attention.get(name, **hp)  # unknown hyper-parameters fail here, naming the known ones
     return name, hp
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Splits on commas outside brackets: `grid=(1,64),k=2` -> ["grid=(1,64)", "k=2"]."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
 
 
 def measure_attention(
@@ -123,7 +136,39 @@ def measure_attention(
 ) -> dict:
     """`{"records": [...]}`: one record per mode for mechanism `spec` at `length` tokens."""
     name, hp = parse_mechanism(spec)
-    mech = attention.get(name, **hp)
+    return measure_mechanism(
+        attention.get(name, **hp),
+        name,
+        spec,
+        length,
+        batch=batch,
+        heads=heads,
+        head_dim=head_dim,
+        dtype=dtype,
+        modes=modes,
+        repeats=repeats,
+        max_memory_gb=max_memory_gb,
+        matmul_flops_per_s=matmul_flops_per_s,
+    )
+
+
+def measure_mechanism(
+    mech,
+    name: str,
+    spec: str,
+    length: int,
+    *,
+    batch: int,
+    heads: int,
+    head_dim: int,
+    dtype: str,
+    modes,
+    repeats: int,
+    max_memory_gb: float,
+    matmul_flops_per_s: float | None = None,
+) -> dict:
+    """`measure_attention` for a mechanism object (anything with the registry's `init`, `apply`,
+    `hparams`, `inputs` and `needs_qk`), e.g. an unregistered baseline formulation."""
     n = length
     key = jax.random.key(0)
     params = mech.init(

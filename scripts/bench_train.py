@@ -61,18 +61,29 @@ def measure(
     steps: int = 3,
     warmup: int = 1,
     max_memory_gb: float = 16.0,
+    overrides: dict | None = None,
 ) -> dict:
-    """One record: steps/s and memory of config `spec`'s train (or inference) step."""
+    """One record: steps/s and memory of config `spec`'s train (or inference) step.
+    `overrides`: `{"attention.keep": 0.25, ...}` set on the loaded config (fields must exist)."""
     if mode not in ("train", "inference"):
         raise ValueError(f"mode={mode!r}; known: train, inference")
     config = config_lib.load(spec)
     with config.unlocked():
         config.batch_size = batch
+    for path, value in (overrides or {}).items():
+        *parents, leaf = path.split(".")
+        node = config
+        for part in parents:
+            node = node[part]
+        if leaf not in node:
+            raise config_lib.ConfigError(f"override {path}: config has no field {leaf!r}")
+        node[leaf] = value
     task = tasks.get(config.task)
     if not hasattr(task, "example_batch"):
         raise ValueError(f"task {config.task} has no example_batch(); bench train needs one")
     rec = {
         "config": spec,
+        "overrides": dict(overrides or {}),
         "task": config.task,
         "mechanism": config.attention.name,
         "hparams": {k: v for k, v in config.attention.items() if k != "name"},

@@ -165,7 +165,8 @@ def samsa(c, *, layers, dim, mlp_dim, heads, dropout, drop_path, train_examples,
 def finish(c, args) -> ml_collections.ConfigDict:
     """`length=` and `attn=` overrides, then adapts graph-structured mechanisms to the sequence
     length. `length=N` (tokens per sequence, per document for Retrieval) replaces the preset's
-    length, keeping SAMSA's k / length ratio; image tasks have a fixed length (their pixels)."""
+    length, keeping SAMSA's k / length ratio unless `k=` is given; image tasks have a fixed
+    length (their pixels)."""
     if args.length:
         if c.task in ("lra.image", "lra.pathfinder"):
             raise config_lib.ConfigError(
@@ -175,6 +176,8 @@ def finish(c, args) -> ml_collections.ConfigDict:
         if args.length < 1:
             raise config_lib.ConfigError(f"length={args.length} must be >= 1")
         set_length(c, args.length)
+        if args.k and "k" in c.attention:
+            c.attention.k = args.k  # an explicit k= is kept as given
     if args.attn and args.attn != c.attention.name:
         keep = {"dropout_rate": c.attention.get("dropout_rate", 0.0)}
         if args.attn == "samsa":
