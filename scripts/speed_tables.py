@@ -606,7 +606,8 @@ def _ssa_compute(text_config, n):
         from core import flops
     except ImportError:
         return None
-    dense = flops.count(config_lib.load(_with(text_config, f"attn=softmax,length={n}")))
+    dense = config_lib.load(_with(text_config, f"attn=softmax,length={n}"))
+    dense = flops.count(dense, train=True)
     c = config_lib.load(_with(text_config, f"attn=ssa,length={n}"))
     c.attention.keep = 0.25
     return flops.count(c, train=True).flops / dense.flops

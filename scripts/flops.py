@@ -1,0 +1,74 @@
+"""Parameters and forward FLOPs per example of a model, analytically (`core.flops`).
+
+    python -m scripts.flops --config configs/lra/text.py:preset=paper,model=samsa
+    python -m scripts.flops --config configs/lra/text.py:preset=paper --lengths 1024 2048 4096
+    python -m scripts.flops --config configs/lra/listops.py:attn=ssa --train
+
+Prints the parameter count and the FLOPs breakdown by component (embedding, attention
+mechanism, q/k/v/out projections, MLP, norms and other elementwise work, head); `--lengths`
+adds a table of the count at other sequence lengths (mechanism hyper-parameters unchanged,
+e.g. SAMSA's k; graph masks follow the length). Nothing is built or run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+
+from configs import common
+from core import config as config_lib
+from core import flops
+
+
+def _at_length(config, length: int):
+    c = copy.deepcopy(config)
+    c.data.max_length = length
+    common.sequence_attention(c.attention, length, cls=c.model.pool == "cls")
+    return c
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", required=True, help="config file[:args]")
+    parser.add_argument("--lengths", type=int, nargs="*", default=[], help="sequence lengths")
+    parser.add_argument("--train", action="store_true", help="count the training forward")
+    parser.add_argument(
+        "--batch", type=int, default=None, help="batch for batch-shared work (default: config's)"
+    )
+    parser.add_argument(
+        "--matmul-only", action="store_true", help="omit the approximate elementwise FLOPs"
+    )
+    args = parser.parse_args(argv)
+    config = config_lib.load(args.config)
+    kw = dict(train=args.train, batch=args.batch, elementwise=not args.matmul_only)
+    counts = flops.count(config, **kw)
+    m = config.model
+    print(f"config      {args.config}")
+    print(
+        f"model       {config.task}, {m.encoder} encoder, attention {config.attention.name}, "
+        f"{m.num_layers} layers, dim {m.dim}, qkv {m.qkv_dim}, {m.num_heads} heads, "
+        f"mlp {m.mlp_dim}"
+    )
+    print(
+        f"per example {counts.sequences} sequence(s) of {counts.length} tokens, "
+        f"{'training' if args.train else 'evaluation'} forward"
+    )
+    print(f"params      {counts.params:,} (+ {counts.buffers:,} buffer scalars)")
+    print(
+        f"FLOPs       {counts.flops:.4g} per example ({counts.matmul_flops:.4g} in matmuls; "
+        "elementwise approximate)"
+    )
+    print()
+    print(counts.table())
+    if args.lengths:
+        print()
+        print(f"{'length':>8}{'params':>14}{'GFLOPs/example':>16}{'attention':>11}")
+        for length in args.lengths:
+            c = flops.count(_at_length(config, length), **kw)
+            share = c.breakdown["attention"] / c.flops
+            print(f"{length:>8}{c.params:>14,}{c.flops / 1e9:>16.4g}{share:>11.1%}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
