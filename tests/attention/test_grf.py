@@ -14,6 +14,7 @@ from tests.attention.ref_grf import (
     grf_dense_reference,
     grf_reference,
     grid_adjacency,
+    mask_from_walks,
     masked_linear_reference,
     power_series_mask,
 )
@@ -201,39 +202,164 @@ def _all_avals(jaxpr):
             yield from _all_avals(sub)
 
 
-def _loss_jaxpr(name, n, **hp):
+def _loss_jaxpr(name, n, key=None, **hp):
     mech = attention.get(name, **hp)
     params = mech.init(jax.random.key(0), num_heads=2, head_dim=4, max_len=n)
     q, k, v = (jnp.ones((1, n, 2, 4)) for _ in range(3))
 
     def loss(f, q, k, v):
-        return mech.apply({**params, "f": f}, q, k, v).sum()
+        return mech.apply({**params, "f": f}, q, k, v, key=key).sum()
 
     return jax.make_jaxpr(jax.grad(loss, argnums=(0, 1, 2, 3)))(params["f"], q, k, v).jaxpr
 
 
-def test_no_quadratic_intermediate_in_forward_and_backward():
+@pytest.mark.parametrize("resample", [False, True], ids=["frozen_support", "resampled"])
+def test_no_quadratic_intermediate_in_forward_and_backward(resample):
     n, walks, steps, chunk = 256, 4, 4, 2
+    hp = dict(grid=(16, 16), n_walks=walks, max_walk_len=steps - 1, slot_chunk=chunk)
+    key = jax.random.key(1) if resample else None
     shapes = [
         a.shape
-        for a in _all_avals(
-            _loss_jaxpr(
-                "grf", n, grid=(16, 16), n_walks=walks, max_walk_len=steps - 1, slot_chunk=chunk
-            )
-        )
+        for a in _all_avals(_loss_jaxpr("grf", n, key, resample=resample, **hp))
         if hasattr(a, "shape")
     ]
     assert not [s for s in shapes if sum(d >= n for d in s) >= 2], "an N x N intermediate"
-    # largest: B * H * N * slot_chunk * Dk * (Dv + 1), O(N) and here below N^2, so even a
-    # flattened N x N array would fail; the features hold N * walks * steps nonzeros per head
     largest = max(int(np.prod(s)) for s in shapes)
-    assert largest <= 2 * n * chunk * 4 * 5 < n * n
+    if resample:
+        # largest: B * H * N * slot_chunk * Dk * (Dv + 1), O(N) and here below N^2, so even a
+        # flattened N x N array would fail; the features hold N * walks * steps nonzeros per head
+        assert largest <= 2 * n * chunk * 4 * 5 < n * n
+    else:
+        # largest: the walks themselves (H * N * walks * steps scalars); the node blocks of a
+        # scan step and the support ([H, N, C], C < walks * steps here) are smaller
+        assert largest <= 2 * n * walks * steps < n * n
     assert max(int(np.prod(s)) for s in shapes if len(s) == 4) >= 2 * n * walks * steps
     # the detector does see the dense baseline's N x N mask
     dense = [
         a.shape for a in _all_avals(_loss_jaxpr("grf_dense", n, grid=(16, 16), max_walk_len=2))
     ]
     assert any(sum(d >= n for d in s) >= 2 for s in dense)
+
+
+# ------------------------------------------------------- frozen walks: the node-major support
+
+
+def test_walk_support_lists_each_live_start_node_once_per_visited_node():
+    hp = {**SMALL, "grid": (4, 4), "max_walk_len": 5, "p_halt": 0.15}
+    params = attention.get("grf", **hp).init(jax.random.key(3), num_heads=2, head_dim=3)
+    buf = jax.tree.map(np.asarray, params["buffers"])
+    nodes, loads = buf["walk_nodes"], buf["walk_loads"]
+    slots, tokens = buf["walk_slots"], buf["support_tokens"]
+    heads, n, walks, steps = nodes.shape
+    width = tokens.shape[-1]
+    assert slots.shape == nodes.shape and tokens.shape[:2] == (heads, n)
+    assert slots.dtype == tokens.dtype == np.int32
+    visitors = [[set() for _ in range(n)] for _ in range(heads)]
+    for h, i, w, t in np.ndindex(nodes.shape):
+        if loads[h, i, w, t] != 0:
+            visitors[h][nodes[h, i, w, t]].add(i)
+    assert width == max(len(row) for rows in visitors for row in rows)
+    assert (loads == 0).sum() > 0 and width < walks * steps  # dead slots and repeats are gone
+    for h in range(heads):
+        for v in range(n):
+            row = sorted(visitors[h][v])
+            np.testing.assert_array_equal(tokens[h, v, : len(row)], row)
+            assert np.all(tokens[h, v, len(row) :] == 0)
+    for h, i, w, t in np.ndindex(nodes.shape):
+        if loads[h, i, w, t] == 0:
+            assert slots[h, i, w, t] == n * width
+        else:
+            v, c = divmod(int(slots[h, i, w, t]), width)
+            assert v == nodes[h, i, w, t] and tokens[h, v, c] == i
+
+
+def test_support_features_are_the_walk_features():
+    """The node-major weights give exactly the features (hence the mask estimate M_hat) that the
+    walk slots give, for any f: the same nonzeros, the same values."""
+    hp = {**SMALL, "grid": (4, 4), "max_walk_len": 5, "p_halt": 0.15}
+    params = attention.get("grf", **hp).init(jax.random.key(3), num_heads=2, head_dim=3)
+    buf = jax.tree.map(np.asarray, params["buffers"])
+    f = np.random.default_rng(0).normal(size=(2, 6))
+    heads, n = buf["support_tokens"].shape[:2]
+    with jax.enable_x64(True):
+        w = np.asarray(
+            grf.support_weights(
+                jnp.asarray(buf["walk_slots"]),
+                jnp.asarray(buf["walk_loads"], jnp.float64),
+                jnp.asarray(f),
+                buf["support_tokens"].shape[-1],
+            )
+        )
+        idx, val = map(
+            np.asarray,
+            grf.walk_features(
+                jnp.asarray(buf["walk_nodes"]), jnp.asarray(buf["walk_loads"], jnp.float64), f
+            ),
+        )
+    from_support = np.zeros((heads, n, n))
+    from_walks = np.zeros((heads, n, n))
+    for h, v, c in np.ndindex(w.shape):
+        from_support[h, buf["support_tokens"][h, v, c], v] += w[h, v, c]
+    for h, i, s in np.ndindex(idx.shape):
+        from_walks[h, i, idx[h, i, s]] += val[h, i, s]
+    np.testing.assert_array_equal(from_support != 0, from_walks != 0)
+    np.testing.assert_allclose(from_support, from_walks, rtol=1e-14, atol=0)
+    m_support = np.einsum("hiv,hjv->hij", from_support, from_support)
+    m_walks = mask_from_walks(buf["walk_nodes"], buf["walk_loads"].astype(np.float64), f)
+    np.testing.assert_allclose(m_support, m_walks, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "cls_token,padding,node_chunk",
+    [(False, False, 64), (False, True, 1), (True, True, 5)],
+    ids=["plain", "padding_chunk1", "cls_padding_chunk5"],
+)
+def test_support_path_equals_the_general_path_forward_and_gradients(cls_token, padding, node_chunk):
+    """Frozen walks with their support (the fast path) against the same walks without it (the
+    general walk-slot path): outputs and gradients w.r.t. q, k, v and f, under jit."""
+    hp = {**SMALL, "grid": (4, 4), "max_walk_len": 5, "p_halt": 0.15, "cls_token": cls_token}
+    mech = attention.get("grf", node_chunk=node_chunk, **hp)
+    n = 16 + int(cls_token)
+    q, k, v = _qkv(9, n=n, dv=2)
+    pad = np.ones((2, n), bool)
+    if padding:
+        pad[0, [0, 5]] = False
+        pad[1, 9] = False
+    mask = jnp.asarray(pad) if padding else None
+    w = np.random.default_rng(10).normal(size=(2, n, 2, 2))
+    with jax.enable_x64(True):
+        params = _f64(mech.init(jax.random.key(4), num_heads=2, head_dim=3, max_len=n))
+        walks_only = {
+            "f": params["f"],
+            "buffers": {key: params["buffers"][key] for key in ("walk_nodes", "walk_loads")},
+        }
+        qkv = [jnp.asarray(x) for x in (q, k, v)]
+
+        def loss(p, f, q, k, v):
+            return (mech.apply({**p, "f": f}, q, k, v, mask=mask) * w).sum()
+
+        grads = jax.jit(jax.value_and_grad(loss, argnums=(1, 2, 3, 4)))
+        fast, fast_grads = grads(params, params["f"], *qkv)
+        general, general_grads = grads(walks_only, params["f"], *qkv)
+        out = mech.apply(params, *qkv, mask=mask)
+    np.testing.assert_allclose(fast, general, rtol=1e-12)
+    for a, b in zip(fast_grads, general_grads, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
+    assert np.abs(np.asarray(fast_grads[0])).min() > 0  # every f_t reaches the output
+    expected = grf_reference(jax.tree.map(np.asarray, params), q, k, v, None, cls_token=cls_token)
+    if not padding:
+        np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-9, atol=1e-12)
+
+
+def test_abstract_init_has_the_walks_only():
+    """Under jax.eval_shape the support's width is unknown: the walks alone, the general path."""
+    mech = attention.get("grf", **SMALL)
+    abstract = jax.eval_shape(
+        lambda: mech.init(jax.random.key(0), num_heads=2, head_dim=3, max_len=9)
+    )
+    assert set(abstract["buffers"]) == {"walk_nodes", "walk_loads"}
+    concrete = mech.init(jax.random.key(0), num_heads=2, head_dim=3, max_len=9)
+    assert set(concrete["buffers"]) == {"walk_nodes", "walk_loads", "walk_slots", "support_tokens"}
 
 
 # ------------------------------------------------------------------- frozen / resampled walks
@@ -460,6 +586,13 @@ def test_init_and_shape_errors():
     q, k, v = (jnp.ones((1, 16, 2, 3)) for _ in range(3))
     with pytest.raises(ValueError, match="walks were made for another"):
         attention.get("grf", **{**SMALL, "grid": (4, 4)}).apply(params, q, k, v)
+    bad = {**params["buffers"], "support_tokens": params["buffers"]["support_tokens"][:1]}
+    with pytest.raises(ValueError, match="frozen walks' support has"):
+        mech.apply({**params, "buffers": bad}, *(jnp.ones((1, 9, 2, 3)) for _ in range(3)))
+    with pytest.raises(ValueError, match="node_chunk must be a positive"):
+        attention.get("grf", **{**SMALL, "node_chunk": 0}).apply(
+            params, *(jnp.ones((1, 9, 2, 3)) for _ in range(3))
+        )
     with pytest.raises(ValueError, match=r"params\['f'\] must have shape"):
         mech.apply({"buffers": params["buffers"]}, *(jnp.ones((1, 9, 2, 3)) for _ in range(3)))
     with pytest.raises(ValueError, match="same N nodes"):
