@@ -10,7 +10,10 @@ and the mechanism's parameters) and `inference` (`train=False`). Times are media
 repeats after a warm-up; memory is XLA's compiled memory analysis (temp + arguments + outputs).
 A configuration whose compiled memory exceeds `--max-memory-gb` is skipped with the reason
 recorded. The machine's matmul throughput is measured in the same run, so achieved FLOP/s can
-be compared with it. Writes `results/bench/attention_<tag>.{json,md,png}`.
+be compared with it. Each (mechanism, length) runs in its own process (`--no-isolate` to
+share one), recording that configuration's peak RSS. Mechanisms on a grid graph (GRF) get the
+most square grid of the length unless the spec gives `grid=`. Writes
+`results/bench/attention_<tag>.{json,md,png}`.
 
 `pipeline`: each config's input pipeline measured alone (the trainer's grain iterator, no
 model): data loading time (`first_load_s`: the first call, which builds the on-disk cache only
@@ -108,6 +111,12 @@ def parse_mechanism(spec: str) -> tuple[str, dict]:
     return name, hp
 
 
+def grid_for(n: int) -> tuple[int, int]:
+    """The most square `h x w = n` grid (h <= w): 1024 -> (32, 32), 32768 -> (128, 256)."""
+    h = max(d for d in range(1, int(n**0.5) + 1) if n % d == 0)
+    return (h, n // h)
+
+
 def _split_top_level(text: str) -> list[str]:
     """Splits on commas outside brackets: `grid=(1,64),k=2` -> ["grid=(1,64)", "k=2"]."""
     parts, depth, start = [], 0, 0
@@ -136,6 +145,9 @@ def measure_attention(
 ) -> dict:
     """`{"records": [...]}`: one record per mode for mechanism `spec` at `length` tokens."""
     name, hp = parse_mechanism(spec)
+    defaults = attention.defaults(name)
+    if defaults.get("graph") == "grid" and "grid" in defaults and hp.get("grid") is None:
+        hp["grid"] = grid_for(length)  # grid mechanisms (GRF): the most square h x w grid
     return measure_mechanism(
         attention.get(name, **hp),
         name,
