@@ -206,7 +206,11 @@ def _grf(c: _Call, hp) -> Flops:
     # Masked linear attention through S = n_walks·(max_walk_len + 1) sparse feature slots per
     # token: the scatter T_v += phi_j[v]·relu(k_j)[v_j, 1]^T and the gather relu(q_i)^T T_v,
     # 2 + 2 FLOPs per (token, slot, dk, dv + 1) entry: 4·n·S·h·dk·(dv + 1); slots are padded to
-    # a multiple of `slot_chunk`.
+    # a multiple of `slot_chunk`. This is the general path (resampled walks, and models built
+    # abstractly). Frozen walks built concretely take the node-major support path instead, about
+    # 4·n·C·h·dk·(dv + 1) with C the most start nodes visiting one node (45-53 on grids at the
+    # defaults, against S = 220): C is known only after the walks are sampled, so for those
+    # models this count is an upper bound, about 4x the work done.
     e = c.dv + 1
     chunk = min(hp["slot_chunk"], hp["n_walks"] * (hp["max_walk_len"] + 1))
     slots = math.ceil(hp["n_walks"] * (hp["max_walk_len"] + 1) / chunk) * chunk
@@ -344,7 +348,10 @@ def _grf_params(hp, *, h, hd, d, max_len, layer_index):
         return f, 0
     grid = hp["grid"]
     nodes = grid[0] * grid[1] if grid is not None else max_len - int(hp["cls_token"])
-    return f, 2 * h * nodes * hp["n_walks"] * (hp["max_walk_len"] + 1)  # frozen walks
+    # The frozen walks (nodes and loads). A concrete init also stores the support path's
+    # `walk_slots` (the walks' size again) and `support_tokens` [H, nodes, C], whose C depends on
+    # the sampled walks: neither is counted here.
+    return f, 2 * h * nodes * hp["n_walks"] * (hp["max_walk_len"] + 1)
 
 
 def _linformer_params(hp, *, h, hd, d, max_len, layer_index):
