@@ -52,6 +52,9 @@ def test_attention_bench_writes_records_tables_and_plot(tmp_path):
         if r["mode"] == "forward_backward" and r["mechanism"] == "softmax"
     }
     assert fb[64]["memory_bytes"] > fb[16]["memory_bytes"]
+    # analytic FLOPs: softmax's 4 N^2 d h matmul work (x3 with the backward) plus elementwise
+    assert 3 * 4 * 64**2 * 32 * 4 <= fb[64]["analytic_flops"] <= 1.2 * 3 * 4 * 64**2 * 32 * 4
+    assert fb[64]["analytic_fraction_of_matmul"] > 0
     assert (tmp_path / "attention_t.png").read_bytes()[:4] == b"\x89PNG"
     table = (tmp_path / "attention_t.md").read_text()
     assert "| softmax |" in table and "| grf |" in table
