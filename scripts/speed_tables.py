@@ -751,10 +751,11 @@ def table_grf(sc):
         "|---|---|---|---|---|",
     ]
     for r in time_rows:
+        dense_why = r.get("grf_dense_skipped") or "not run"
         md.append(
             f"| {r['length']} | {_fmt(r['linear'] and r['linear'] * 1e3)} | "
             f"{_fmt(r['grf'] and r['grf'] * 1e3, none=r.get('grf_skipped') or 'n/a')} | "
-            f"{_fmt(r.get('grf_dense') and r['grf_dense'] * 1e3, none='not run')} | "
+            f"{_fmt(r.get('grf_dense') and r['grf_dense'] * 1e3, none=dense_why)} | "
             f"{_fmt(_ratio(r.get('grf_dense'), r['grf']), '{:.1f}x', '')} |"
         )
     return dict(
