@@ -130,38 +130,14 @@ def _split_top_level(text: str) -> list[str]:
     return parts
 
 
-def measure_attention(
-    spec: str,
-    length: int,
-    *,
-    batch: int,
-    heads: int,
-    head_dim: int,
-    dtype: str,
-    modes,
-    repeats: int,
-    max_memory_gb: float,
-    matmul_flops_per_s: float | None = None,
-) -> dict:
-    """`{"records": [...]}`: one record per mode for mechanism `spec` at `length` tokens."""
+def measure_attention(spec: str, length: int, **kw) -> dict:
+    """`{"records": [...]}`: one record per mode for mechanism `spec` (`name[:key=value,...]`)
+    at `length` tokens; keyword arguments as `measure_mechanism`."""
     name, hp = parse_mechanism(spec)
     defaults = attention.defaults(name)
     if defaults.get("graph") == "grid" and "grid" in defaults and hp.get("grid") is None:
         hp["grid"] = grid_for(length)  # grid mechanisms (GRF): the most square h x w grid
-    return measure_mechanism(
-        attention.get(name, **hp),
-        name,
-        spec,
-        length,
-        batch=batch,
-        heads=heads,
-        head_dim=head_dim,
-        dtype=dtype,
-        modes=modes,
-        repeats=repeats,
-        max_memory_gb=max_memory_gb,
-        matmul_flops_per_s=matmul_flops_per_s,
-    )
+    return measure_mechanism(attention.get(name, **hp), name, spec, length, **kw)
 
 
 def measure_mechanism(
