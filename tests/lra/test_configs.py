@@ -81,3 +81,14 @@ def test_attn_override_and_path_x():
 def test_bad_arguments_are_named(arg, match):
     with pytest.raises((config_lib.ConfigError, KeyError, ValueError), match=match):
         config_lib.load(f"configs/lra/text.py:{arg}")
+
+
+def test_length_argument_replaces_the_length_and_keeps_samsas_k_ratio_unless_k_is_given():
+    c = config_lib.load("configs/lra/text.py:model=samsa,length=1024")
+    assert c.data.max_length == 1024 and c.attention.k == 128 * 1024 // 2048
+    c = config_lib.load("configs/lra/text.py:model=samsa,length=1024,k=128")
+    assert c.attention.k == 128
+    c = config_lib.load("configs/lra/retrieval.py:attn=linear,length=300")
+    assert c.data.max_length == 300 and c.attention.name == "linear"
+    with pytest.raises(config_lib.ConfigError, match="pixels"):
+        config_lib.load("configs/lra/pathfinder.py:length=100")
