@@ -1,0 +1,130 @@
+"""Paper tables as data: what each cell of a published table is, and how we reproduce it.
+
+A table config `configs/tables/<paper>_<table>.py` defines `get_table() -> Table`: the caption,
+where the numbers were read, and one `Cell` per (row, column) with the paper's number and, when
+we can run it, the config string and the summary metric that reproduce it. `load("samsa.table1")`
+imports it; `validate(table)` checks that every runnable cell names a config that loads, a
+registered task and attention mechanism, and a metric a summary has.
+
+    table = paper_tables.load("samsa.table1")
+    for cell in table.cells:
+        cell.row, cell.column, cell.paper, cell.config, cell.metric, cell.quoted
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+
+__all__ = ["Cell", "Table", "SPLITS", "METRICS", "load", "names", "validate", "TableError"]
+
+SPLITS = ("val_last", "val_best", "test_last", "test_best")  # summary["metrics"] sections
+METRICS = ("accuracy", "loss")  # what the registered tasks report in each section
+
+
+class TableError(ValueError):
+    """A table config that names something that does not exist or does not parse."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One published number and how we reproduce it.
+
+    Attributes:
+      row, column: the cell's labels, as printed in the paper.
+      paper: the published number (None where the paper prints "-": not run by the authors).
+      config: `configs/<domain>/<task>.py:<args>` without `preset=` (the reproduce command adds
+        it); None when we cannot run the cell yet, with the reason in `needs`.
+      metric: `<section>.<name>` of the run summary, e.g. `test_best.accuracy`.
+      scale: paper number = ours * scale (100 for accuracies printed in percent).
+      quoted: set when the authors copied the number from another paper instead of running it
+        (the source, e.g. "Ma et al. 2023b (MEGA)"); our run is still a comparison point.
+      needs: why the cell is not runnable (the missing task or mechanism).
+    """
+
+    row: str
+    column: str
+    paper: float | None
+    config: str | None = None
+    metric: str = "test_best.accuracy"
+    scale: float = 100.0
+    quoted: str | None = None
+    needs: str | None = None
+
+    @property
+    def runnable(self) -> bool:
+        return self.config is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    """A published table: `key` is `<paper>.<table>` (e.g. `samsa.table1`)."""
+
+    key: str
+    caption: str
+    source: str  # where the numbers were read (paper section and the notes' section)
+    rows: tuple[str, ...]
+    columns: tuple[str, ...]
+    cells: tuple[Cell, ...]
+    higher_is_better: dict[str, bool] = dataclasses.field(default_factory=dict)  # per row
+
+    def cell(self, row: str, column: str) -> Cell | None:
+        return next((c for c in self.cells if c.row == row and c.column == column), None)
+
+
+def names() -> list[str]:
+    """Every table key with a config under `configs/tables/`."""
+    import pathlib
+
+    folder = pathlib.Path(__file__).resolve().parent.parent / "configs" / "tables"
+    stems = [p.stem for p in folder.glob("*_*.py") if not p.stem.startswith("_")]
+    return sorted(stem.replace("_", ".", 1) for stem in stems)
+
+
+def load(key: str) -> Table:
+    """The table `key` (`<paper>.<table>`), from `configs/tables/<paper>_<table>.py`."""
+    if key not in names():
+        raise TableError(f"unknown table {key!r}; known: {', '.join(names())}")
+    module = importlib.import_module(f"configs.tables.{key.replace('.', '_', 1)}")
+    table = module.get_table()
+    if table.key != key:
+        raise TableError(f"configs/tables/{key.replace('.', '_', 1)}.py defines {table.key!r}")
+    return table
+
+
+def validate(table: Table) -> None:
+    """Raises `TableError` naming the first cell that refers to something unknown: a config that
+    does not load (at the `smoke` preset), an unregistered task or mechanism, a metric no summary
+    has, a row or column outside the table's lists, or a duplicate cell."""
+    import attention
+    from core import config as config_lib
+    from core import tasks
+
+    seen = set()
+    for c in table.cells:
+        where = f"{table.key} [{c.row!r}, {c.column!r}]"
+        if c.row not in table.rows or c.column not in table.columns:
+            raise TableError(f"{where}: row or column not in the table's rows/columns")
+        if (c.row, c.column) in seen:
+            raise TableError(f"{where}: duplicate cell")
+        seen.add((c.row, c.column))
+        if not c.runnable:
+            if not c.needs:
+                raise TableError(f"{where}: a cell without a config must say what it needs")
+            continue
+        section, _, name = c.metric.partition(".")
+        if section not in SPLITS or name not in METRICS:
+            raise TableError(
+                f"{where}: metric {c.metric!r}; known: <{'|'.join(SPLITS)}>.<{'|'.join(METRICS)}>"
+            )
+        if "preset=" in c.config:
+            raise TableError(f"{where}: the config names a preset; reproduce adds it")
+        spec = c.config + ("," if ":" in c.config else ":") + "preset=smoke"
+        try:
+            config = config_lib.load(spec)
+        except Exception as e:  # noqa: BLE001 (re-raised with the cell named)
+            raise TableError(f"{where}: config {c.config!r} does not load: {e}") from e
+        if config.task not in tasks.names():
+            raise TableError(f"{where}: unknown task {config.task!r}")
+        if config.attention.name not in attention.names():
+            raise TableError(f"{where}: unknown attention {config.attention.name!r}")
