@@ -1,0 +1,139 @@
+"""Runs the cells of a paper table at a chosen scale.
+
+    python -m scripts.reproduce samsa.table1 --preset cpu --cells listops
+    python -m scripts.reproduce samsa.table1 --preset cpu --cells "text/128 hard" --seeds 3 --jobs 2
+    python -m scripts.reproduce samsa.table1 --list
+
+Each (cell, seed) is one `scripts.train` process with its own run directory
+`<runs>/<paper>_<table>/<preset>/<row>/<column>/seed<N>/`: a finished cell (its `summary.json`
+exists) is skipped, an interrupted one resumes from its last checkpoint (the trainer does that),
+and `--jobs N` runs N cells at once. `--cells` keeps the cells whose row or column contains one
+of the given words, or with `row/column` the matching cells (case-insensitive). Cells we cannot
+run yet (their task or mechanism does not exist) are listed with what they need, never skipped
+silently. Seed N > 0 sets `config.seed = N` (seed 0 is the recipe's own seed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import re
+import subprocess
+import sys
+import time
+from concurrent import futures
+
+from core import paper_tables
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def run_dir(root, key: str, preset: str, cell, seed: int) -> pathlib.Path:
+    return (
+        pathlib.Path(root)
+        / key.replace(".", "_")
+        / preset
+        / _slug(cell.row)
+        / _slug(cell.column)
+        / f"seed{seed}"
+    )
+
+
+def select(table, words) -> list:
+    """The cells matching any of `words`: `word` matches a row or column containing it,
+    `row/column` a cell whose row contains `row` and column contains `column` (case-insensitive)."""
+    if not words:
+        return list(table.cells)
+
+    def match(c, word):
+        row, sep, column = word.lower().partition("/")
+        if sep:
+            return row.strip() in c.row.lower() and column.strip() in c.column.lower()
+        return row in c.row.lower() or row in c.column.lower()
+
+    return [c for c in table.cells if any(match(c, w) for w in words)]
+
+
+def command(cell, preset: str, seed: int, workdir: pathlib.Path) -> list[str]:
+    spec = cell.config + ("," if ":" in cell.config else ":") + f"preset={preset}"
+    cmd = [sys.executable, "-m", "scripts.train", f"--config={spec}", f"--workdir={workdir}"]
+    if seed:
+        cmd.append(f"--config.seed={seed}")
+    return cmd
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("table", help=f"one of: {', '.join(paper_tables.names())}")
+    parser.add_argument("--preset", default="cpu", choices=["paper", "cpu", "smoke"])
+    parser.add_argument("--cells", nargs="*", default=[], help="words matching rows or columns")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 per cell")
+    parser.add_argument("--jobs", type=int, default=1, help="cells run at once (processes)")
+    parser.add_argument("--runs", default="runs/tables", help="root of the run directories")
+    parser.add_argument("--list", action="store_true", help="list the cells and stop")
+    args = parser.parse_args(argv)
+    try:
+        table = paper_tables.load(args.table)
+        paper_tables.validate(table)
+    except paper_tables.TableError as e:
+        parser.error(str(e))
+    cells = select(table, args.cells)
+    if not cells:
+        parser.error(f"no cell of {args.table} matches {args.cells}")
+    not_runnable = [c for c in cells if not c.runnable]
+    jobs = [(c, s) for c in cells if c.runnable for s in range(args.seeds)]
+    todo = [
+        (c, s)
+        for c, s in jobs
+        if not (run_dir(args.runs, table.key, args.preset, c, s) / "summary.json").exists()
+    ]
+    print(
+        f"{table.key}: {len(cells)} cells selected, {len(jobs)} runs ({len(jobs) - len(todo)} "
+        f"finished), {len(not_runnable)} not runnable yet",
+        flush=True,
+    )
+    for c in not_runnable:
+        print(f"  not runnable: [{c.row} / {c.column}] needs {c.needs}", flush=True)
+    if args.list:
+        for c, s in jobs:
+            done = (run_dir(args.runs, table.key, args.preset, c, s) / "summary.json").exists()
+            print(f"  {'done' if done else 'todo'}: [{c.row} / {c.column}] seed {s}: {c.config}")
+        return 0
+
+    t0 = time.perf_counter()
+    failed = []
+
+    def one(job):
+        c, s = job
+        workdir = run_dir(args.runs, table.key, args.preset, c, s)
+        workdir.mkdir(parents=True, exist_ok=True)
+        with open(workdir / "reproduce.log", "a") as log:
+            rc = subprocess.call(
+                command(c, args.preset, s, workdir), stdout=log, stderr=subprocess.STDOUT
+            )
+        return c, s, rc, workdir
+
+    with futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        done = futures.as_completed([pool.submit(one, job) for job in todo])
+        for i, (c, s, rc, workdir) in enumerate((f.result() for f in done), 1):
+            elapsed = time.perf_counter() - t0
+            eta = elapsed / i * (len(todo) - i)
+            status = "done" if rc == 0 else f"FAILED (exit {rc}; see {workdir}/reproduce.log)"
+            if rc:
+                failed.append((c, s))
+            print(
+                f"[{i}/{len(todo)} {elapsed:.0f}s, ETA {eta:.0f}s] {c.row} / {c.column} seed "
+                f"{s}: {status}",
+                flush=True,
+            )
+    if failed:
+        print(f"{len(failed)} run(s) failed", flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
