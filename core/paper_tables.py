@@ -15,8 +15,19 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 
-__all__ = ["Cell", "Table", "SPLITS", "METRICS", "load", "names", "validate", "TableError"]
+__all__ = [
+    "Cell",
+    "Table",
+    "SPLITS",
+    "METRICS",
+    "load",
+    "names",
+    "validate",
+    "compute",
+    "TableError",
+]
 
 SPLITS = ("val_last", "val_best", "test_last", "test_best")  # summary["metrics"] sections
 METRICS = ("accuracy", "loss")  # what the registered tasks report in each section
@@ -40,6 +51,15 @@ class Cell:
       quoted: set when the authors copied the number from another paper instead of running it
         (the source, e.g. "Ma et al. 2023b (MEGA)"); our run is still a comparison point.
       needs: why the cell is not runnable (the missing task or mechanism).
+      paper_std: the paper's "± std" where it prints one.
+      note: a remark on this cell (a correction of the printed number, text vs table conflict).
+      exact: `module:function` computing the cell without training (parameter counts, analytic
+        FLOPs, numerical tests); called with `exact_args`, it returns the number in the paper's
+        units (`scale` is not applied). `scripts.reproduce` runs it in-process.
+      elsewhere: the command that reproduces the cell outside this machinery (speed and memory
+        tables: `python -m scripts.speed_tables ...`); the cell is then not run here.
+      mean_of: the columns of this row that this cell averages (an "Avg" column); ours is the
+        mean of our numbers there once every one of them exists at the same preset.
     """
 
     row: str
@@ -50,10 +70,17 @@ class Cell:
     scale: float = 100.0
     quoted: str | None = None
     needs: str | None = None
+    paper_std: float | None = None
+    note: str | None = None
+    exact: str | None = None
+    exact_args: dict = dataclasses.field(default_factory=dict)
+    elsewhere: str | None = None
+    mean_of: tuple[str, ...] = ()
 
     @property
     def runnable(self) -> bool:
-        return self.config is not None
+        """Trained by `scripts.reproduce` (a config) or computed by it (`exact`)."""
+        return self.config is not None or self.exact is not None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,10 +93,30 @@ class Table:
     rows: tuple[str, ...]
     columns: tuple[str, ...]
     cells: tuple[Cell, ...]
-    higher_is_better: dict[str, bool] = dataclasses.field(default_factory=dict)  # per row
+    # per row or per column label (whichever holds one metric); default True
+    higher_is_better: dict[str, bool] = dataclasses.field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # table-wide remarks (ambiguities, corrections, what is missing)
+    plot: str = "scatter"  # "scatter": ours vs paper; "lines": one line per column over the rows
 
     def cell(self, row: str, column: str) -> Cell | None:
         return next((c for c in self.cells if c.row == row and c.column == column), None)
+
+
+def _exact_function(cell: Cell, where: str = ""):
+    """The function an `exact` cell names (`module:function`), or `TableError`."""
+    module, sep, name = (cell.exact or "").partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), name, None) if sep else None
+    except ImportError as e:
+        raise TableError(f"{where}: exact {cell.exact!r}: {e}") from e
+    if not callable(fn):
+        raise TableError(f"{where}: exact {cell.exact!r} is not a `module:function` that exists")
+    return fn
+
+
+def compute(cell: Cell) -> float:
+    """The value of an `exact` cell: its function called with `exact_args`."""
+    return float(_exact_function(cell, cell.row + " / " + cell.column)(**cell.exact_args))
 
 
 def names() -> list[str]:
@@ -78,7 +125,12 @@ def names() -> list[str]:
 
     folder = pathlib.Path(__file__).resolve().parent.parent / "configs" / "tables"
     stems = [p.stem for p in folder.glob("*_*.py") if not p.stem.startswith("_")]
-    return sorted(stem.replace("_", ".", 1) for stem in stems)
+    return sorted((stem.replace("_", ".", 1) for stem in stems), key=_natural)
+
+
+def _natural(key: str) -> list:
+    """Sort key putting `gfsa.table2` before `gfsa.table10`."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", key)]
 
 
 def load(key: str) -> Table:
@@ -108,9 +160,25 @@ def validate(table: Table) -> None:
         if (c.row, c.column) in seen:
             raise TableError(f"{where}: duplicate cell")
         seen.add((c.row, c.column))
+        if c.config is not None and c.exact is not None:
+            raise TableError(f"{where}: a cell is trained (config) or computed (exact), not both")
+        if c.exact is not None:
+            _exact_function(c, where)
+            continue
+        if c.mean_of:
+            parts = [table.cell(c.row, col) for col in c.mean_of]
+            if c.runnable or not all(p is not None and p.runnable for p in parts):
+                raise TableError(
+                    f"{where}: mean_of {c.mean_of} must name runnable cells of the same row "
+                    "(and the cell itself has no config)"
+                )
+            continue
         if not c.runnable:
-            if not c.needs:
-                raise TableError(f"{where}: a cell without a config must say what it needs")
+            if not (c.needs or c.elsewhere):
+                raise TableError(
+                    f"{where}: a cell without a config must say what it needs (or where it is "
+                    "reproduced)"
+                )
             continue
         section, _, name = c.metric.partition(".")
         if section not in SPLITS or name not in METRICS:

@@ -7,15 +7,24 @@
 Each (cell, seed) is one `scripts.train` process with its own run directory
 `<runs>/<paper>_<table>/<preset>/<row>/<column>/seed<N>/`: a finished cell (its `summary.json`
 exists) is skipped, an interrupted one resumes from its last checkpoint (the trainer does that),
-and `--jobs N` runs N cells at once. `--cells` keeps the cells whose row or column contains one
-of the given words, or with `row/column` the matching cells (case-insensitive). Cells we cannot
-run yet (their task or mechanism does not exist) are listed with what they need, never skipped
-silently. Seed N > 0 sets `config.seed = N` (seed 0 is the recipe's own seed).
+and `--jobs N` runs N cells at once. A cell whose config another table's cell shares (SAMSA
+Table 2 reprints Table 1's runs) is trained once: a finished run of either serves both.
+`--cells` keeps the cells whose row or column contains one of the given words, or with
+`row/column` the matching cells (case-insensitive). Cells we cannot run yet (their task or
+mechanism does not exist) are listed with what they need, never skipped silently. Seed N > 0
+sets `config.seed = N` (seed 0 is the recipe's own seed).
+
+Cells computed exactly (`Cell.exact`: parameter counts, analytic FLOPs, numerical tests) need
+no training: they are recomputed in this process on every call, whatever the preset, and written
+to `<runs>/<paper>_<table>/exact/<row>/<column>/seed0/summary.json`. Cells reproduced by
+another command (`Cell.elsewhere`, the speed tables) are listed with that command.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 import pathlib
 import re
 import subprocess
@@ -23,7 +32,7 @@ import sys
 import time
 from concurrent import futures
 
-from core import paper_tables
+from core import io, paper_tables
 
 
 def _slug(text: str) -> str:
@@ -38,6 +47,40 @@ def run_dir(root, key: str, preset: str, cell, seed: int) -> pathlib.Path:
         / _slug(cell.row)
         / _slug(cell.column)
         / f"seed{seed}"
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _by_config() -> dict[str, list]:
+    index: dict[str, list] = {}
+    for key in paper_tables.names():
+        for c in paper_tables.load(key).cells:
+            if c.config is not None:
+                index.setdefault(c.config, []).append((key, c))
+    return index
+
+
+def run_dirs(root, key: str, preset: str, cell, seed: int) -> list[pathlib.Path]:
+    """Where a run of `cell` may be: its own directory first, then those of the cells of other
+    tables with the same config (one training run serves every table that prints it)."""
+    own = run_dir(root, key, preset, cell, seed)
+    twins = [
+        run_dir(root, k, preset, c, seed)
+        for k, c in _by_config().get(cell.config, [])
+        if (k, c.row, c.column) != (key, cell.row, cell.column)
+    ]
+    return [own] + sorted(set(twins) - {own})
+
+
+def finished(root, key: str, preset: str, cell, seed: int) -> pathlib.Path | None:
+    """The summary of a finished run of `cell` (its own or a twin's), or None."""
+    return next(
+        (
+            d / "summary.json"
+            for d in run_dirs(root, key, preset, cell, seed)
+            if (d / "summary.json").exists()
+        ),
+        None,
     )
 
 
@@ -64,6 +107,30 @@ def command(cell, preset: str, seed: int, workdir: pathlib.Path) -> list[str]:
     return cmd
 
 
+def compute_exact(table, cell, root) -> float:
+    """Computes an exact cell and writes its summary (atomically); returns the value."""
+    t0 = time.perf_counter()
+    value = paper_tables.compute(cell)
+    workdir = run_dir(root, table.key, "exact", cell, 0)
+    io.write_json(
+        workdir / "summary.json",
+        {
+            "schema_version": 1,
+            "preset": "exact",
+            "metrics": {"exact": {"value": value}},
+            "exact": {"function": cell.exact, "args": dict(sorted(cell.exact_args.items()))},
+            "data": {"source": "computed"},
+            "command": f"python -m scripts.reproduce {table.key} --cells "
+            + json.dumps(f"{cell.row}/{cell.column}"),
+            "device": io.device_info(),
+            "git_revision": io.git_revision(),
+            "versions": io.versions(),
+            "wall_time_s": round(time.perf_counter() - t0, 3),
+        },
+    )
+    return value
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -83,25 +150,34 @@ def main(argv=None) -> int:
     cells = select(table, args.cells)
     if not cells:
         parser.error(f"no cell of {args.table} matches {args.cells}")
-    not_runnable = [c for c in cells if not c.runnable]
-    jobs = [(c, s) for c in cells if c.runnable for s in range(args.seeds)]
-    todo = [
-        (c, s)
-        for c, s in jobs
-        if not (run_dir(args.runs, table.key, args.preset, c, s) / "summary.json").exists()
-    ]
+    not_runnable = [c for c in cells if not (c.runnable or c.elsewhere or c.mean_of)]
+    elsewhere = [c for c in cells if c.elsewhere]
+    exact = [c for c in cells if c.exact is not None]
+    jobs = [(c, s) for c in cells if c.config is not None for s in range(args.seeds)]
+    todo = [(c, s) for c, s in jobs if finished(args.runs, table.key, args.preset, c, s) is None]
     print(
         f"{table.key}: {len(cells)} cells selected, {len(jobs)} runs ({len(jobs) - len(todo)} "
-        f"finished), {len(not_runnable)} not runnable yet",
+        f"finished), {len(exact)} computed exactly, {len(elsewhere)} reproduced elsewhere, "
+        f"{len(not_runnable)} not runnable yet",
         flush=True,
     )
     for c in not_runnable:
         print(f"  not runnable: [{c.row} / {c.column}] needs {c.needs}", flush=True)
+    for c in elsewhere:
+        print(f"  elsewhere: [{c.row} / {c.column}] {c.elsewhere}", flush=True)
     if args.list:
+        for c in exact:
+            print(f"  exact: [{c.row} / {c.column}] {c.exact}({c.exact_args})")
         for c, s in jobs:
-            done = (run_dir(args.runs, table.key, args.preset, c, s) / "summary.json").exists()
-            print(f"  {'done' if done else 'todo'}: [{c.row} / {c.column}] seed {s}: {c.config}")
+            done = finished(args.runs, table.key, args.preset, c, s)
+            where = "" if done is None else f" ({done.parent})"
+            state = "done" if done else "todo"
+            print(f"  {state}: [{c.row} / {c.column}] seed {s}: {c.config}{where}")
         return 0
+    for c in exact:
+        paper = "-" if c.paper is None else f"{c.paper:g}"
+        value = compute_exact(table, c, args.runs)
+        print(f"  exact: [{c.row} / {c.column}] {value:.6g} (paper {paper})", flush=True)
 
     t0 = time.perf_counter()
     failed = []

@@ -14,14 +14,13 @@ def test_every_table_config_loads_and_names_only_known_things(key):
     paper_tables.validate(table)
     assert table.cells and table.caption and table.source
     for cell in table.cells:
-        assert cell.runnable or cell.needs  # never silently skipped
+        assert cell.runnable or cell.needs or cell.elsewhere or cell.mean_of  # never silent
 
 
 def test_samsa_table1_holds_the_papers_numbers_and_sources():
     t = paper_tables.load("samsa.table1")
-    assert paper_tables.names() == sorted(paper_tables.names()) and "samsa.table1" in (
-        paper_tables.names()
-    )
+    names = paper_tables.names()
+    assert "samsa.table1" in names and names.index("gfsa.table2") < names.index("gfsa.table10")
     # spot checks against the notes' extraction of Table 1
     assert t.cell("ListOps", "256 Soft").paper == 41.89
     assert t.cell("Pathfinder", "128 Soft").paper == 81.97

@@ -29,3 +29,28 @@ def test_unknown_table_and_empty_selection_are_errors(tmp_path):
         reproduce.main(["samsa.nope"])
     with pytest.raises(SystemExit):
         reproduce.main(["samsa.table1", "--cells", "nothing-matches-this"])
+
+
+def test_exact_cells_are_computed_and_written_atomically(tmp_path, capsys):
+    assert reproduce.main(["gfsa.params", "--runs", str(tmp_path), "--cells", "deit"]) == 0
+    out = capsys.readouterr().out
+    assert "2 computed exactly" in out and "72 (paper 72)" in out
+    d = tmp_path / "gfsa_params/exact/deit-s-12-layers-6-heads/w-k-per-head-as-released/seed0"
+    s = json.loads((d / "summary.json").read_text())
+    assert s["metrics"]["exact"]["value"] == 72 and s["data"]["source"] == "computed"
+    assert s["exact"]["function"] == "core.paper_exact:gfsa_extra_params"
+    assert not list(d.glob(".*.tmp"))
+
+
+def test_a_run_shared_by_two_tables_is_found_from_either(tmp_path):
+    """SAMSA Table 2's ListOps cell reprints Table 1's run: a finished run of one serves both."""
+    from core import paper_tables
+
+    t1, t2 = paper_tables.load("samsa.table1"), paper_tables.load("samsa.table2")
+    c2 = t2.cell("hard-SAMSA", "ListOps")
+    twin = next(c for c in t1.cells if c.config == c2.config)
+    d = reproduce.run_dir(tmp_path, t1.key, "cpu", twin, 0)
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text("{}")
+    assert reproduce.finished(tmp_path, t2.key, "cpu", c2, 0) == d / "summary.json"
+    assert reproduce.finished(tmp_path, t2.key, "cpu", c2, 1) is None
