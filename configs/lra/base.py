@@ -182,6 +182,9 @@ def finish(c, args) -> ml_collections.ConfigDict:
         keep = {"dropout_rate": c.attention.get("dropout_rate", 0.0)}
         if args.attn == "samsa":
             keep.update(k=args.k or max(1, c.data.max_length // 16), mode=args.mode)
+        if "ignore_mask" in c.attention and args.attn.startswith("sliceformer"):
+            # a Sliceformer variant in the Sliceformer fork sorts over padding like the fork
+            keep["ignore_mask"] = c.attention.ignore_mask
         c.attention = common.attention_config(args.attn, **keep)
     if "k" in c.attention and c.attention.k > c.data.max_length:
         raise config_lib.ConfigError(
