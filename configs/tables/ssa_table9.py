@@ -1,0 +1,64 @@
+"""SSA Table 9: locally biased vs unbiased SSA on ImageNet-1K (Swin-T, W14, 4 sub-windows).
+
+Rows: SSA (25% of each 14x14 window's attention sampled) in 10 layers (W14-S10-L4) or with the
+first 4 layers excluded (6 layers, W14-S6-L4), each without and with +FT. Columns: top-1
+validation accuracy (%) with locally biased SSA (the numbers repeat Table 2) and with unbiased
+SSA.
+
+Numbers: the paper's Table 9 (App. D; checked against ../shared/papers/ssa.txt), as extracted
+in ../shared/papers/notes/ssa.md Sec. 3. No cell is runnable yet (no ImageNet task, no Swin-T);
+list what is missing with
+
+    python -m scripts.reproduce ssa.table9
+"""
+
+from __future__ import annotations
+
+from configs.tables.ssa_table2 import TASK_NEEDS
+from core.paper_tables import Cell, Table
+
+# row: (Table 2 row, locally biased %, unbiased %)
+ROWS = {
+    "10 layers": ("W14-S10-L4", 80.56, 80.21),
+    "10 layers +FT": ("W14-S10-L4 +FT", 81.15, 80.80),
+    "6 layers": ("W14-S6-L4", 81.23, 81.21),
+    "6 layers +FT": ("W14-S6-L4 +FT", 81.60, 81.36),
+}
+COLUMNS = ("Locally Biased dev Acc.", "Unbiased dev Acc.")
+
+
+def get_table() -> Table:
+    cells = []
+    for row, (_table2_row, *numbers) in ROWS.items():
+        for column, paper in zip(COLUMNS, numbers, strict=True):
+            cells.append(
+                Cell(
+                    row=row,
+                    column=column,
+                    paper=paper,
+                    metric="val_last.accuracy",
+                    scale=100.0,
+                    needs=TASK_NEEDS["ImageNet-1K"],
+                )
+            )
+    return Table(
+        key="ssa.table9",
+        caption=(
+            "Locally biased vs unbiased SSA results on the ImageNet-1K image classification "
+            "task (Swin-T, W14, 25% sampled with 4 sub-windows; top-1 validation accuracy %)."
+        ),
+        source="SSA paper Table 9; notes ssa.md Sec. 3 (Table 9)",
+        rows=tuple(ROWS),
+        columns=COLUMNS,
+        cells=tuple(cells),
+        higher_is_better={column: True for column in COLUMNS},
+        notes=(
+            "The Locally Biased column repeats Table 2's W14-S10-L4 / W14-S6-L4 rows "
+            "(ssa.table2), as the caption says. Unbiased: a uniform shuffle of the sources "
+            "inside each 14x14 window, then four 7x7 sub-windows.",
+            "'10 layers' = SSA in the first 10 layers (the two 7x7 stage-4 layers cannot be "
+            "split); '6 layers' = the first 4 layers excluded (notes Sec. 6, 12).",
+            "Quality metrics are the final model's (`*_last`): a best-checkpoint pick could land "
+            "before the +FT phase.",
+        ),
+    )

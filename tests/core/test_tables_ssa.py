@@ -1,0 +1,157 @@
+"""SSA's table configs (configs/tables/ssa_*.py): the paper's numbers, the exactly computed
+cells (the C columns of Tables 1-2, Table 7's compute) against the printed values, and the
+cross-table repeats (Renorm. / locally biased columns copied from Tables 1-3)."""
+
+import pytest
+
+from core import paper_tables
+
+KEYS = [f"ssa.table{n}" for n in (1, 2, 3, 4, 5, 7, 8, 9, 10)]
+
+
+def _t(key):
+    return paper_tables.load(key)
+
+
+def test_every_ssa_table_exists_and_validates_table6_is_skipped():
+    assert [k for k in paper_tables.names() if k.startswith("ssa.")] == list(KEYS)
+    for key in KEYS:
+        table = _t(key)
+        paper_tables.validate(table)
+        assert "SSA paper Table" in table.source and table.notes
+
+
+def test_runnable_cells_are_the_exact_compute_cells():
+    counts = {key: sum(c.runnable for c in _t(key).cells) for key in KEYS}
+    assert counts == {
+        "ssa.table1": 22,  # C: 11 rows x WikiText-103 and Enwik8 (4 Enwik8 rows blank in the paper)
+        "ssa.table2": 3,  # CIFAR-10 C
+        "ssa.table3": 0,
+        "ssa.table4": 0,
+        "ssa.table5": 0,
+        "ssa.table7": 3,  # WikiText-103, Enwik8, CIFAR-10 compute
+        "ssa.table8": 0,
+        "ssa.table9": 0,
+        "ssa.table10": 0,
+    }
+    for key in KEYS:
+        for c in _t(key).cells:
+            assert c.config is None  # no SSA table runs on LRA
+            assert c.runnable == (c.exact is not None)
+            if c.exact:
+                assert c.scale == 1.0
+
+
+def test_table1_compute_column_matches_every_printed_value():
+    t = _t("ssa.table1")
+    c = t.cell("S16-L4 +FT", "WikiText-103 C")
+    assert c.exact == "core.flops:ssa_compute_ratio"
+    assert c.exact_args == dict(run="WikiText-103", windows=4, sampled_layers=16, finetune=0.1)
+    assert t.cell("S0 (Dense)", "Enwik8 C").exact_args["windows"] == 1
+    checked = 0
+    for cell in t.cells:
+        if cell.exact and cell.paper is not None:
+            assert paper_tables.compute(cell) == pytest.approx(cell.paper, abs=0.0051), cell
+            checked += 1
+    assert checked == 18
+    # Enwik8 L6 / L8 are blank in the paper; the C cell is ours alone
+    blank = t.cell("S16-L8", "Enwik8 C")
+    assert blank.paper is None and blank.runnable and t.cell("S16-L8", "Enwik8 dev BPB") is None
+
+
+def test_table2_cifar_compute_and_the_077_tie():
+    t = _t("ssa.table2")
+    assert paper_tables.compute(t.cell("S16-L4", "CIFAR-10 C")) == pytest.approx(0.75)
+    ft = t.cell("S16-L4 +FT", "CIFAR-10 C")
+    assert ft.paper == 0.77 and paper_tables.compute(ft) == pytest.approx(0.775)
+    assert "0.78" in ft.note  # the same count is printed 0.78 for WikiText-103
+    swin = t.cell("W14-S10-L4", "ImageNet C")
+    assert not swin.runnable and "Swin-T" in swin.needs
+    assert t.cell("W7-S0 (Dense)", "ImageNet Acc.").paper == 81.19
+    assert t.cell("W7-S0 (Dense)", "ImageNet Acc.").scale == 100.0
+    assert t.higher_is_better["CIFAR-10 BPD"] is False and t.higher_is_better["ImageNet S"]
+
+
+def test_table7_compute_is_exact_for_the_decoders():
+    t = _t("ssa.table7")
+    ours = {
+        row: paper_tables.compute(t.cell(row, "Compute (ExaFLOP)"))
+        for row in ("WikiText-103", "Enwik8", "CIFAR-10")
+    }
+    assert ours["WikiText-103"] == pytest.approx(7.6, abs=0.005)
+    assert ours["Enwik8"] == pytest.approx(1.759, abs=0.001)  # printed 1.7
+    assert ours["CIFAR-10"] == pytest.approx(23.749, abs=0.001)  # printed 23.8
+    for row, value in ours.items():
+        assert value == pytest.approx(t.cell(row, "Compute (ExaFLOP)").paper, rel=0.05)
+    assert not t.cell("ImageNet-1k", "Compute (ExaFLOP)").runnable
+    assert "EGT" in t.cell("PCQM4Mv2", "Compute (ExaFLOP)").needs
+    assert t.cell("PCQM4Mv2", "Memory/GPU (GB)") is None  # "-" in the paper
+    assert t.cell("CIFAR-10", "Time/step (ms)").paper == 1059
+
+
+def test_spot_numbers_and_quoted_marks():
+    assert _t("ssa.table1").cell("S16-L4 +FT", "WikiText-103 test Ppl").paper == 17.60
+    assert _t("ssa.table1").cell("S12-L4 +FT", "Enwik8 dev BPB").paper == 1.044
+    t3 = _t("ssa.table3")
+    assert t3.cell("S6-U30", "+FT dev MAE").paper == 0.0876
+    assert t3.cell("S0 (Dense)", "+FT dev MAE") is None  # blank
+    assert "EGT" in t3.cell("S0 (Dense)", "w/o FT dev MAE").quoted
+    assert not any(c.quoted for key in KEYS if key != "ssa.table3" for c in _t(key).cells)
+    assert _t("ssa.table5").cell("S6-U50", "+FT Ensemble").paper == 0.1005
+    assert _t("ssa.table8").cell("25% attention", "Enwik8 Unbiased dev").paper == 1.329
+    assert _t("ssa.table9").cell("6 layers +FT", "Unbiased dev Acc.").paper == 81.36
+    t10 = _t("ssa.table10")
+    assert "S12-L8" in t10.rows and "S16-L8" in t10.cell("S12-L8", "Renorm. dev").note
+
+
+def test_the_same_missing_piece_has_the_same_wording():
+    wt = _t("ssa.table1").cell("S0 (Dense)", "WikiText-103 dev Ppl").needs
+    for key, row, column in [
+        ("ssa.table4", "S0 (Dense)", "WikiText-103 Ensemble dev"),
+        ("ssa.table8", "25% attention", "WikiText-103 Unbiased dev"),
+        ("ssa.table10", "S16-L6", "Renorm. dev"),
+    ]:
+        assert _t(key).cell(row, column).needs == wt
+    gpu = _t("ssa.table1").cell("S16-L4", "WikiText-103 M").needs
+    assert _t("ssa.table7").cell("WikiText-103", "Time/step (ms)").needs == gpu
+    assert (
+        _t("ssa.table3").cell("S6-U10", "w/o FT dev MAE").needs
+        == _t("ssa.table5").cell("S6-U10", "w/o FT Ensemble").needs
+    )
+
+
+def test_repeated_columns_equal_their_source_tables():
+    t1, t2, t3 = _t("ssa.table1"), _t("ssa.table2"), _t("ssa.table3")
+    t4 = _t("ssa.table4")
+    for row in t4.rows:
+        for run, name in (("WikiText-103", "Ppl"), ("Enwik8", "BPB")):
+            assert (
+                t4.cell(row, f"{run} Renorm. dev").paper == t1.cell(row, f"{run} dev {name}").paper
+            )
+            assert (
+                t4.cell(row, f"{run} Renorm. test").paper
+                == t1.cell(row, f"{run} test {name}").paper
+            )
+    t8 = _t("ssa.table8")
+    for row, t1_row in (("50% attention", "S16-L2"), ("25% attention +FT", "S16-L4 +FT")):
+        assert (
+            t8.cell(row, "Enwik8 Locally Biased test").paper
+            == t1.cell(t1_row, "Enwik8 test BPB").paper
+        )
+    t9 = _t("ssa.table9")
+    assert (
+        t9.cell("10 layers +FT", "Locally Biased dev Acc.").paper
+        == t2.cell("W14-S10-L4 +FT", "ImageNet Acc.").paper
+    )
+    t5 = _t("ssa.table5")
+    for row in t5.rows:
+        assert t5.cell(row, "w/o FT Renorm.").paper == t3.cell(row, "w/o FT dev MAE").paper
+        assert t5.cell(row, "+FT Renorm.").paper == t3.cell(row, "+FT dev MAE").paper
+    t10 = _t("ssa.table10")
+    assert (
+        t10.cell("S12-L8 +FT", "Renorm. test").paper
+        == t1.cell("S16-L8 +FT", "WikiText-103 test Ppl").paper
+    )
+    assert (
+        t10.cell("S16-L6", "Renorm. dev").paper == t1.cell("S16-L6", "WikiText-103 dev Ppl").paper
+    )
