@@ -1,0 +1,85 @@
+"""GFSA Table 25: FLOPs, throughput and training time (seconds per epoch) on ImageNet-1k of
+DeiT-S (12 and 24 layers), CaiT-S and Swin-S, with and without GFSA.
+
+Numbers: the paper's Table 25 (App. R), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
+Nothing here is runnable yet (no vision domain; core/flops.py counts the LRA encoders only).
+`python -m scripts.speed_tables --tables gfsa` quotes the DeiT-S 12L rows beside its own
+synthetic-tensor overhead measurements, a related but different quantity. List the cells:
+
+    python -m scripts.reproduce gfsa.table25 --list
+"""
+
+from __future__ import annotations
+
+from core.paper_tables import Cell, Table
+
+COLUMNS = ("FLOPs (G)", "Throughput (img/s)", "Runtime (s/epoch)")
+
+# row: (model, (FLOPs G, throughput img/s, seconds per epoch))
+ROWS = {
+    "DeiT-S (12L)": ("DeiT-S", (4.57, 856.07, 551)),
+    "DeiT-S + GFSA (12L)": ("DeiT-S", (4.57, 614.54, 814)),
+    "DeiT-S (24L)": ("DeiT-S", (9.09, 423.68, 1508)),
+    "DeiT-S + GFSA (24L)": ("DeiT-S", (9.10, 314.75, 1798)),
+    "CaiT-S (24L)": ("CaiT-S", (9.34, 574.66, 1530)),
+    "CaiT-S + GFSA (24L)": ("CaiT-S", (9.34, 406.96, 1624)),
+    "Swin-S": ("Swin-S", (8.75, 912.38, 1897)),
+    "Swin-S + GFSA": ("Swin-S", (8.75, 714.60, 1970)),
+}
+
+
+def task_needs(model: str) -> str:
+    return f"the ImageNet-1k task (vision domain) and a {model} model, not built yet"
+
+
+def needs(model: str, column: str) -> str:
+    if column.startswith("FLOPs"):
+        return (
+            f"a FLOPs count of {model} at 224 x 224: a {model} model (vision domain), not built "
+            "yet, and a FLOPs counter for it (core/flops.py counts the LRA encoders only)"
+        )
+    return f"GPU timing of the paper's setting, which needs {task_needs(model)}"
+
+
+def get_table() -> Table:
+    cells = []
+    for row, (model, numbers) in ROWS.items():
+        for column, paper in zip(COLUMNS, numbers, strict=True):
+            cells.append(
+                Cell(
+                    row=row,
+                    column=column,
+                    paper=float(paper),
+                    metric={
+                        "FLOPs (G)": "model.gflops",
+                        "Throughput (img/s)": "eval.images_per_s",
+                        "Runtime (s/epoch)": "train.seconds_per_epoch",
+                    }[column],
+                    scale=1.0,
+                    needs=needs(model, column),
+                )
+            )
+    return Table(
+        key="gfsa.table25",
+        caption="Training time (seconds per epoch) on ImageNet-1k, with FLOPs and throughput.",
+        source="GFSA paper Table 25; notes gfsa.md Sec. 3 (Table 25)",
+        rows=tuple(ROWS),
+        columns=COLUMNS,
+        cells=tuple(cells),
+        higher_is_better={
+            "FLOPs (G)": False,
+            "Throughput (img/s)": True,
+            "Runtime (s/epoch)": False,
+        },
+        notes=(
+            "Backbone and #Layers go into the row labels; #Params (DeiT-S 22.0M / 43.3M, CaiT-S "
+            "46.9M -> 47.0M with GFSA, Swin-S 49.6M) is a descriptive column, dropped.",
+            "The FLOPs and throughput columns repeat Table 12. Swin-S is listed with 24 layers "
+            "here and in Table 12 but 12 in Tables 3 and 15 (Swin-S has 24 blocks; notes "
+            "Sec. 6.19).",
+            "Setting (notes Sec. 2.3): timm DeiT/CaiT/Swin recipes, RTX 3090 24GB (the GPU count "
+            "is not stated; the code README says 4). GFSA K: DeiT-S 12L 3 in the paper (the "
+            "released code hard-codes 4), CaiT-S 4, Swin-S 3 (code). Single measurements.",
+            "The 12-layer DeiT-S runtimes (551 / 814 s) reappear in Table 39 and Figure 3.",
+        ),
+    )

@@ -1,0 +1,56 @@
+"""GFSA Table 26: training time (seconds per epoch) of Graphormer, with and without GFSA, on ZINC,
+PCQM4M and PCQM4Mv2.
+
+Numbers: the paper's Table 26 (App. R), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
+These are GPU timings of the paper's Graphormer runs: nothing here is runnable yet (no graphs
+domain). List the cells:
+
+    python -m scripts.reproduce gfsa.table26 --list
+"""
+
+from __future__ import annotations
+
+from core.paper_tables import Cell, Table
+
+COLUMNS = ("ZINC", "PCQM4M", "PCQM4Mv2")
+
+ROWS = {  # seconds per epoch in COLUMNS order
+    "Graphormer": (9, 740, 817),
+    "Graphormer + GFSA": (9, 896, 955),
+}
+
+
+def needs(dataset: str) -> str:
+    return (
+        f"GPU timing of the paper's setting, which needs the {dataset} task (graphs domain) "
+        "and a Graphormer encoder, not built yet"
+    )
+
+
+def get_table() -> Table:
+    cells = [
+        Cell(
+            row=row,
+            column=column,
+            paper=float(paper),
+            metric="train.seconds_per_epoch",
+            scale=1.0,
+            needs=needs(column),
+        )
+        for row, numbers in ROWS.items()
+        for column, paper in zip(COLUMNS, numbers, strict=True)
+    ]
+    return Table(
+        key="gfsa.table26",
+        caption="Training time (seconds per epoch) on graph-level tasks.",
+        source="GFSA paper Table 26; notes gfsa.md Sec. 3 (Table 26)",
+        rows=tuple(ROWS),
+        columns=COLUMNS,
+        cells=tuple(cells),
+        higher_is_better={column: False for column in COLUMNS},
+        notes=(
+            "Setting (notes Sec. 2.4): Graphormer-SLIM (500K parameters, batch 256) on ZINC and "
+            "Graphormer base (48.3M, batch 1024) on PCQM4M/PCQM4Mv2, one RTX 3090 24GB. Single "
+            "measurements.",
+        ),
+    )

@@ -1,0 +1,59 @@
+"""GFSA Table 27: training time (seconds per epoch) of the SpeechBrain Transformer and
+Branchformer ASR models, with and without GFSA, on LibriSpeech 100h and 960h.
+
+Numbers: the paper's Table 27 (App. R), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
+These are GPU timings of the paper's ASR runs: nothing here is runnable yet (no speech domain).
+List the cells:
+
+    python -m scripts.reproduce gfsa.table27 --list
+"""
+
+from __future__ import annotations
+
+from core.paper_tables import Cell, Table
+
+COLUMNS = ("LibriSpeech 100h", "LibriSpeech 960h")
+
+# row: (model, seconds per epoch in COLUMNS order)
+ROWS = {
+    "Transformer": ("Transformer", (190.5, 3049.3)),
+    "Transformer + GFSA": ("Transformer", (191.6, 3398.4)),
+    "Branchformer": ("Branchformer", (248.5, 4990.1)),
+    "Branchformer + GFSA": ("Branchformer", (254.3, 4999.3)),
+}
+
+
+def needs(model: str) -> str:
+    return (
+        "GPU timing of the paper's setting, which needs the LibriSpeech ASR task (speech "
+        f"domain) and a {model} ASR model, not built yet"
+    )
+
+
+def get_table() -> Table:
+    cells = [
+        Cell(
+            row=row,
+            column=column,
+            paper=paper,
+            metric="train.seconds_per_epoch",
+            scale=1.0,
+            needs=needs(model),
+        )
+        for row, (model, numbers) in ROWS.items()
+        for column, paper in zip(COLUMNS, numbers, strict=True)
+    ]
+    return Table(
+        key="gfsa.table27",
+        caption="Training time (seconds per epoch) on LibriSpeech datasets.",
+        source="GFSA paper Table 27; notes gfsa.md Sec. 3 (Table 27)",
+        rows=tuple(ROWS),
+        columns=COLUMNS,
+        cells=tuple(cells),
+        higher_is_better={column: False for column in COLUMNS},
+        notes=(
+            "Setting (notes Sec. 2.5, Table 19): SpeechBrain recipes, Transformer (71.5M, 100 "
+            "epochs, K = 2) and Branchformer (109.8M, 120 epochs, K = 3), one RTX A6000 48GB. "
+            "Single measurements.",
+        ),
+    )

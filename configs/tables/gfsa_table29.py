@@ -1,0 +1,75 @@
+"""GFSA Table 29: inference time (seconds) of BERT, ALBERT and RoBERTa (base), with and without
+GFSA, on the GLUE tasks.
+
+Numbers: the paper's Table 29 (App. S), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
+These are GPU timings of the paper's GLUE evaluation: nothing here is runnable yet (no language
+domain). List the cells:
+
+    python -m scripts.reproduce gfsa.table29 --list
+"""
+
+from __future__ import annotations
+
+from core.paper_tables import Cell, Table
+
+COLUMNS = ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI-m/mm", "QNLI", "RTE", "Avg")
+
+# row: (encoder, inference seconds in COLUMNS order)
+ROWS = {
+    "BERT-BASE": ("BERT-base", (1.0, 1.4, 1.2, 48.7, 1.9, 15.5, 10.1, 1.2, 10.0)),
+    "BERT-BASE + GFSA": ("BERT-base", (1.1, 1.4, 1.2, 52.3, 2.0, 16.8, 11.0, 1.3, 11.0)),
+    "ALBERT-BASE": ("ALBERT-base", (1.1, 1.6, 1.4, 58.4, 2.2, 18.4, 12.1, 1.3, 12.0)),
+    "ALBERT-BASE + GFSA": ("ALBERT-base", (1.2, 1.7, 1.4, 62.1, 2.3, 19.7, 13.1, 1.4, 13.0)),
+    "RoBERTa-BASE": ("RoBERTa-base", (1.0, 1.4, 1.1, 47.0, 1.9, 15.0, 9.9, 1.2, 10.0)),
+    "RoBERTa-BASE + GFSA": ("RoBERTa-base", (1.1, 1.4, 1.2, 50.4, 2.0, 16.3, 10.8, 1.2, 11.0)),
+}
+
+
+def needs(encoder: str) -> str:
+    article = "an" if encoder[0] in "AEIOU" else "a"
+    return (
+        "GPU timing of the paper's setting, which needs the GLUE task (language domain) and "
+        f"{article} {encoder} encoder, not built yet"
+    )
+
+
+def _avg_note(numbers) -> str:
+    mean = sum(numbers[:-1]) / (len(numbers) - 1)
+    return (
+        f"The mean of the 8 printed times is {mean:.2f} s; the printed Avg is rounded to whole "
+        "seconds."
+    )
+
+
+def get_table() -> Table:
+    cells = []
+    for row, (encoder, numbers) in ROWS.items():
+        for column, paper in zip(COLUMNS, numbers, strict=True):
+            cells.append(
+                Cell(
+                    row=row,
+                    column=column,
+                    paper=paper,
+                    metric="test.inference_seconds",
+                    scale=1.0,
+                    needs=needs(encoder),
+                    note=_avg_note(numbers) if column == "Avg" else None,
+                )
+            )
+    return Table(
+        key="gfsa.table29",
+        caption="Inference time (seconds) on GLUE tasks. Avg is the average over all tasks.",
+        source="GFSA paper Table 29; notes gfsa.md Sec. 3 (Table 29)",
+        rows=tuple(ROWS),
+        columns=COLUMNS,
+        cells=tuple(cells),
+        higher_is_better={column: False for column in COLUMNS},
+        notes=(
+            "The printed caption says 'Avg denotes the average training time across all tasks', "
+            "copied from Table 23; these are inference times (notes Sec. 6.21).",
+            "#Params (BERT 110M, ALBERT 11M, RoBERTa 125M) is a descriptive column, dropped. "
+            "MNLI-m/mm is a single time column.",
+            "Setting (notes Sec. 2.1): GLUE validation sets and max length 128 in the released "
+            "code, one RTX A5000 24GB. Single measurements.",
+        ),
+    )

@@ -1,0 +1,62 @@
+"""GFSA Table 30: inference time (seconds) of GPT-2, with and without GFSA, on PTB, WikiText-2
+and WikiText-103.
+
+Numbers: the paper's Table 30 (App. S), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
+These are GPU timings of the paper's evaluation: nothing here is runnable yet (no language
+domain). List the cells:
+
+    python -m scripts.reproduce gfsa.table30 --list
+"""
+
+from __future__ import annotations
+
+from core.paper_tables import Cell, Table
+
+COLUMNS = ("PTB", "WikiText-2", "WikiText-103", "Avg")
+
+ROWS = {  # inference seconds in COLUMNS order
+    "GPT2": (3.2, 7.4, 7.4, 6.0),
+    "GPT2 + GFSA": (5.5, 12.9, 12.9, 10.4),
+}
+
+LM_NEEDS = "(language domain) and a GPT-2 decoder, not built yet"
+TASK_NEEDS = {
+    "PTB": f"the PTB causal language-modelling task {LM_NEEDS}",
+    "WikiText-2": f"the WikiText-2 causal language-modelling task {LM_NEEDS}",
+    "WikiText-103": f"the WikiText-103 causal language-modelling task {LM_NEEDS}",
+    "Avg": f"the PTB, WikiText-2 and WikiText-103 causal language-modelling tasks {LM_NEEDS}",
+}
+NEEDS = {
+    column: f"GPU timing of the paper's setting, which needs {needs}"
+    for column, needs in TASK_NEEDS.items()
+}
+
+
+def get_table() -> Table:
+    cells = [
+        Cell(
+            row=row,
+            column=column,
+            paper=paper,
+            metric="test.inference_seconds",
+            scale=1.0,
+            needs=NEEDS[column],
+        )
+        for row, numbers in ROWS.items()
+        for column, paper in zip(COLUMNS, numbers, strict=True)
+    ]
+    return Table(
+        key="gfsa.table30",
+        caption="Inference time (seconds) on causal language modeling tasks.",
+        source="GFSA paper Table 30; notes gfsa.md Sec. 3 (Table 30)",
+        rows=tuple(ROWS),
+        columns=COLUMNS,
+        cells=tuple(cells),
+        higher_is_better={column: False for column in COLUMNS},
+        notes=(
+            "#Params (117M for both rows) is a descriptive column, dropped.",
+            "WikiText-2 and WikiText-103 share the same validation text, hence identical times.",
+            "Setting (notes Sec. 2.2): 1,024-token blocks (the released code evaluates on the "
+            "validation split), one RTX 3090 24GB. Single measurements.",
+        ),
+    )

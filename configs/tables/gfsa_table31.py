@@ -1,0 +1,62 @@
+"""GFSA Table 31: inference time (seconds) on ImageNet-1k of DeiT-S (12 and 24 layers), CaiT-S
+and Swin-S, with and without GFSA.
+
+Numbers: the paper's Table 31 (App. S), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
+These are GPU timings of the paper's ImageNet evaluation: nothing here is runnable yet (no vision
+domain). List the cells:
+
+    python -m scripts.reproduce gfsa.table31 --list
+"""
+
+from __future__ import annotations
+
+from core.paper_tables import Cell, Table
+
+COLUMN = "Inference Time (s)"
+
+# row: (model, inference seconds)
+ROWS = {
+    "DeiT-S (12L)": ("DeiT-S", 52),
+    "DeiT-S + GFSA (12L)": ("DeiT-S", 53),
+    "DeiT-S (24L)": ("DeiT-S", 68),
+    "DeiT-S + GFSA (24L)": ("DeiT-S", 69),
+    "CaiT-S (24L)": ("CaiT-S", 105),
+    "CaiT-S + GFSA (24L)": ("CaiT-S", 107),
+    "Swin-S": ("Swin-S", 17),
+    "Swin-S + GFSA": ("Swin-S", 17),
+}
+
+
+def needs(model: str) -> str:
+    return (
+        "GPU timing of the paper's setting, which needs the ImageNet-1k task (vision domain) "
+        f"and a {model} model, not built yet"
+    )
+
+
+def get_table() -> Table:
+    cells = [
+        Cell(
+            row=row,
+            column=COLUMN,
+            paper=float(paper),
+            metric="test.inference_seconds",
+            scale=1.0,
+            needs=needs(model),
+        )
+        for row, (model, paper) in ROWS.items()
+    ]
+    return Table(
+        key="gfsa.table31",
+        caption="Inference time (seconds) on ImageNet-1k.",
+        source="GFSA paper Table 31; notes gfsa.md Sec. 3 (Table 31)",
+        rows=tuple(ROWS),
+        columns=(COLUMN,),
+        cells=tuple(cells),
+        higher_is_better={COLUMN: False},
+        notes=(
+            "Backbone and #Layers go into the row labels (Swin-S: 24 layers as printed here).",
+            "Setting (notes Sec. 2.3): ImageNet-1k evaluation at 224 x 224, RTX 3090 24GB (the "
+            "paper does not say which split is timed, nor the batch). Single measurements.",
+        ),
+    )

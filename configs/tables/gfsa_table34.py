@@ -1,0 +1,64 @@
+"""GFSA Table 34: inference time (seconds) on Devign code defect prediction of RoBERTa,
+CodeBERT, PLBART and CodeT5-small/base, with and without GFSA.
+
+Numbers: the paper's Table 34 (App. S), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
+These are GPU timings of the paper's evaluation: nothing here is runnable yet (no code domain).
+List the cells:
+
+    python -m scripts.reproduce gfsa.table34 --list
+"""
+
+from __future__ import annotations
+
+from core.paper_tables import Cell, Table
+
+COLUMN = "Inference Time (s)"
+
+# row: (model, inference seconds)
+ROWS = {
+    "RoBERTa": ("RoBERTa", 22.4),
+    "RoBERTa + GFSA": ("RoBERTa", 23.9),
+    "CodeBERT": ("CodeBERT", 23.8),
+    "CodeBERT + GFSA": ("CodeBERT", 24.1),
+    "PLBART": ("PLBART", 37.7),
+    "PLBART + GFSA": ("PLBART", 39.3),
+    "CodeT5-small": ("CodeT5-small", 78.2),
+    "CodeT5-small + GFSA": ("CodeT5-small", 82.5),
+    "CodeT5-base": ("CodeT5-base", 83.2),
+    "CodeT5-base + GFSA": ("CodeT5-base", 88.5),
+}
+
+
+def needs(model: str) -> str:
+    return (
+        "GPU timing of the paper's setting, which needs the Devign defect-detection task "
+        f"(code domain) and a {model} model, not built yet"
+    )
+
+
+def get_table() -> Table:
+    cells = [
+        Cell(
+            row=row,
+            column=COLUMN,
+            paper=paper,
+            metric="test.inference_seconds",
+            scale=1.0,
+            needs=needs(model),
+        )
+        for row, (model, paper) in ROWS.items()
+    ]
+    return Table(
+        key="gfsa.table34",
+        caption="Inference time (seconds) on the code defect prediction task.",
+        source="GFSA paper Table 34; notes gfsa.md Sec. 3 (Table 34)",
+        rows=tuple(ROWS),
+        columns=(COLUMN,),
+        cells=tuple(cells),
+        higher_is_better={COLUMN: False},
+        notes=(
+            "Setting (notes Sec. 2.6): Devign evaluation of the fine-tuned models (source "
+            "length 512 in the released code), one RTX A6000 48GB; the paper does not say which "
+            "split is timed. Single measurements.",
+        ),
+    )

@@ -1,0 +1,67 @@
+"""GFSA Table 35: BERT-base on GLUE with GFSA on all layers vs GFSA_even (GFSA on the
+even-numbered layers only).
+
+Numbers: the paper's Table 35 (App. T), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
+Nothing here is runnable yet (no language domain; GFSA_even itself exists as the `gfsa`
+mechanism's `even_layers_only=True`). List the cells:
+
+    python -m scripts.reproduce gfsa.table35 --list
+"""
+
+from __future__ import annotations
+
+from core.paper_tables import Cell, Table
+
+COLUMNS = ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI-m", "MNLI-mm", "QNLI", "RTE", "Avg")
+
+# GLUE dev metrics (notes Sec. 2.1): CoLA Matthews correlation, MRPC and QQP F1, STS-B
+# Spearman, the others accuracy; Avg is the mean of the 9 numbers.
+METRIC = {
+    "CoLA": "val_best.matthews",
+    "MRPC": "val_best.f1",
+    "QQP": "val_best.f1",
+    "STS-B": "val_best.spearman",
+    "Avg": "val_best.glue_avg",
+}
+
+ROWS = {  # percent, in COLUMNS order
+    "BERT-BASE": (56.79, 93.81, 88.70, 88.32, 88.16, 84.96, 84.15, 91.63, 66.06, 82.51),
+    "BERT-BASE + GFSA": (59.56, 94.15, 90.60, 88.46, 88.33, 85.12, 85.06, 91.95, 68.95, 83.58),
+    "BERT-BASE + GFSA_even": (58.80, 93.69, 90.50, 88.47, 88.27, 85.13, 85.02, 91.65, 70.76, 83.59),
+}
+
+NEEDS = "the GLUE task (language domain) and a BERT-base encoder, not built yet"
+
+
+def get_table() -> Table:
+    cells = [
+        Cell(
+            row=row,
+            column=column,
+            paper=paper,
+            metric=METRIC.get(column, "val_best.accuracy"),
+            needs=NEEDS,
+        )
+        for row, numbers in ROWS.items()
+        for column, paper in zip(COLUMNS, numbers, strict=True)
+    ]
+    return Table(
+        key="gfsa.table35",
+        caption="Comparison of performance using GFSA on all layers vs. GFSA_even on even "
+        "layers for GLUE tasks.",
+        source="GFSA paper Table 35; notes gfsa.md Sec. 3 (Table 35)",
+        rows=tuple(ROWS),
+        columns=COLUMNS,
+        cells=tuple(cells),
+        notes=(
+            "The paper prints MNLI as one 'MNLI-m/mm' cell; it is split into two columns. "
+            "#Params (110M) is a descriptive column, dropped. Avg is the mean of the 9 numbers.",
+            "Metrics on the GLUE dev sets: CoLA Matthews correlation, MRPC and QQP F1, STS-B "
+            "Spearman, the others accuracy (notes Sec. 2.1).",
+            "The BERT-BASE and BERT-BASE + GFSA rows repeat Table 1. The GFSA row is the "
+            "per-column best K of Table 10 (selected on the dev sets it reports; notes "
+            "Sec. 6.10).",
+            "GFSA_even: the paper does not say whether layers count from 0 or 1, nor which K the "
+            "even layers use (notes Sec. 6.8); our `even_layers_only` counts from 0.",
+        ),
+    )

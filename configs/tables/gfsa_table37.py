@@ -1,0 +1,62 @@
+"""GFSA Table 37: GPT-2 perplexity on PTB, WikiText-2 and WikiText-103 with GFSA on all layers vs
+GFSA_even (even-numbered layers only).
+
+Numbers: the paper's Table 37 (App. T), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
+Nothing here is runnable yet (no language domain; GFSA_even itself exists as the `gfsa`
+mechanism's `even_layers_only=True`). List the cells:
+
+    python -m scripts.reproduce gfsa.table37 --list
+"""
+
+from __future__ import annotations
+
+from core.paper_tables import Cell, Table
+
+COLUMNS = ("PTB", "WikiText-2", "WikiText-103", "Avg")
+
+ROWS = {  # perplexity in COLUMNS order
+    "GPT2": (19.513, 20.966, 15.939, 18.806),
+    "GPT2 + GFSA": (19.450, 20.923, 15.919, 18.764),
+    "GPT2 + GFSA_even": (19.453, 20.926, 15.923, 18.767),
+}
+
+LM_NEEDS = "(language domain) and a GPT-2 decoder, not built yet"
+NEEDS = {
+    "PTB": f"the PTB causal language-modelling task {LM_NEEDS}",
+    "WikiText-2": f"the WikiText-2 causal language-modelling task {LM_NEEDS}",
+    "WikiText-103": f"the WikiText-103 causal language-modelling task {LM_NEEDS}",
+    "Avg": f"the PTB, WikiText-2 and WikiText-103 causal language-modelling tasks {LM_NEEDS}",
+}
+
+
+def get_table() -> Table:
+    cells = [
+        Cell(
+            row=row,
+            column=column,
+            paper=paper,
+            metric="val_best.perplexity",
+            scale=1.0,
+            needs=NEEDS[column],
+        )
+        for row, numbers in ROWS.items()
+        for column, paper in zip(COLUMNS, numbers, strict=True)
+    ]
+    return Table(
+        key="gfsa.table37",
+        caption="Comparison of performance (perplexity) using GFSA on all layers vs. GFSA_even "
+        "on even layers for causal language modeling tasks.",
+        source="GFSA paper Table 37; notes gfsa.md Sec. 3 (Table 37)",
+        rows=tuple(ROWS),
+        columns=COLUMNS,
+        cells=tuple(cells),
+        higher_is_better={column: False for column in COLUMNS},
+        notes=(
+            "The GPT2 and GPT2 + GFSA rows repeat Table 2. #Params (117M) is a descriptive "
+            "column, dropped. Avg is the mean of the three perplexities.",
+            "Perplexity on the validation split in the released code (notes Sec. 6.23); GFSA's "
+            "K was selected per dataset on the same split.",
+            "GFSA_even: the paper does not say whether layers count from 0 or 1, nor which K the "
+            "even layers use (notes Sec. 6.8); our `even_layers_only` counts from 0.",
+        ),
+    )

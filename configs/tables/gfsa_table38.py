@@ -1,0 +1,68 @@
+"""GFSA Table 38: training time (seconds per epoch) of GPT-2 on PTB, WikiText-2 and WikiText-103
+with GFSA on all layers vs GFSA_even (even-numbered layers only).
+
+Numbers: the paper's Table 38 (App. T), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
+These are GPU timings of the paper's GPT-2 fine-tuning: nothing here is runnable yet (no
+language domain). List the cells:
+
+    python -m scripts.reproduce gfsa.table38 --list
+"""
+
+from __future__ import annotations
+
+from core.paper_tables import Cell, Table
+
+COLUMNS = ("PTB", "WikiText-2", "WikiText-103", "Avg")
+
+ROWS = {  # seconds per epoch in COLUMNS order
+    "GPT2": (89.1, 195.7, 9638.4, 3307.8),
+    "GPT2 + GFSA": (160.3, 354.2, 17424.6, 5979.7),
+    "GPT2 + GFSA_even": (127.4, 279.1, 13761.4, 4722.6),
+}
+
+LM_NEEDS = "(language domain) and a GPT-2 decoder, not built yet"
+TASK_NEEDS = {
+    "PTB": f"the PTB causal language-modelling task {LM_NEEDS}",
+    "WikiText-2": f"the WikiText-2 causal language-modelling task {LM_NEEDS}",
+    "WikiText-103": f"the WikiText-103 causal language-modelling task {LM_NEEDS}",
+    "Avg": f"the PTB, WikiText-2 and WikiText-103 causal language-modelling tasks {LM_NEEDS}",
+}
+NEEDS = {
+    column: f"GPU timing of the paper's setting, which needs {needs}"
+    for column, needs in TASK_NEEDS.items()
+}
+
+NOTES = {
+    ("GPT2", "Avg"): "The mean of the three printed times is 3307.7 (9923.2 / 3), not 3307.8.",
+}
+
+
+def get_table() -> Table:
+    cells = [
+        Cell(
+            row=row,
+            column=column,
+            paper=paper,
+            metric="train.seconds_per_epoch",
+            scale=1.0,
+            needs=NEEDS[column],
+            note=NOTES.get((row, column)),
+        )
+        for row, numbers in ROWS.items()
+        for column, paper in zip(COLUMNS, numbers, strict=True)
+    ]
+    return Table(
+        key="gfsa.table38",
+        caption="Comparison of training time (seconds per epoch) using GFSA on all layers vs. "
+        "GFSA_even on even layers for causal language modeling tasks.",
+        source="GFSA paper Table 38; notes gfsa.md Sec. 3 (Table 38)",
+        rows=tuple(ROWS),
+        columns=COLUMNS,
+        cells=tuple(cells),
+        higher_is_better={column: False for column in COLUMNS},
+        notes=(
+            "The GPT2 and GPT2 + GFSA rows repeat Table 24. #Params (117M) is a descriptive "
+            "column, dropped.",
+            "Setting as Table 24 (one RTX 3090 24GB). Single measurements.",
+        ),
+    )
