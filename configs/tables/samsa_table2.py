@@ -1,0 +1,177 @@
+"""SAMSA Table 2: SAMSA (hard / soft) against efficient transformers and sequence models on the
+five Long Range Arena tasks (accuracy %).
+
+Numbers: the paper's Table 2 (checked against ../shared/papers/samsa.txt; notes samsa.md Sec. 3).
+The baseline rows are literature numbers (notes Sec. 5, Table 2: "copy, do not re-run"):
+BigBird, Reformer, Performer and Linformer are the LRA paper's (Tay et al. 2021), Luna-256 its own
+paper's, Transformer MEGA's (Table 1's caption), S4 and MEGA their papers'. Run one cell:
+
+    python -m scripts.reproduce samsa.table2 --preset cpu --cells listops
+
+The two SAMSA rows are selections from Table 1's runs; each cell runs the Table 1 column
+(k, mode) its number matches (SAMSA_COLUMN below). Baselines whose model is the LRA base
+Transformer with a mechanism we have (Transformer, Performer, Linformer) run that recipe; the
+others need a model we do not have.
+"""
+
+from __future__ import annotations
+
+from core.paper_tables import Cell, Table
+
+COLUMNS = ("ListOps", "Text", "Retrieval", "Image", "Pathfinder")
+
+CONFIG = {
+    "ListOps": "configs/lra/listops.py",
+    "Text": "configs/lra/text.py",
+    "Retrieval": "configs/lra/retrieval.py",
+    "Image": "configs/lra/image.py",
+    "Pathfinder": "configs/lra/pathfinder.py",
+}
+
+LRA = "Tay et al. 2021 (LRA)"
+MEGA = "Ma et al. 2023b (MEGA)"
+
+# row: (paper numbers in COLUMNS order, config args or None, quoted source or None, needs)
+ROWS = {
+    "BigBird": (
+        (36.05, 64.02, 59.29, 40.83, 74.87),
+        None,
+        LRA,
+        "the BigBird (window + global + random) attention mechanism, not implemented",
+    ),
+    "Reformer": (
+        (37.27, 56.10, 53.40, 38.07, 68.50),
+        None,
+        LRA,
+        "the Reformer (LSH) attention mechanism, not implemented",
+    ),
+    "Performer": (
+        (18.01, 65.40, 53.82, 42.77, 77.05),
+        "model=transformer,attn=performer",
+        LRA,
+        None,
+    ),
+    "Linformer": (
+        (35.70, 53.94, 52.27, 38.56, 76.34),
+        "model=transformer,attn=linformer",
+        LRA,
+        None,
+    ),
+    "Luna-256": (
+        (37.98, 65.78, 79.56, 47.86, 78.55),
+        None,
+        "Ma et al. 2021 (Luna)",
+        "the Luna (linear unified nested) attention mechanism, not implemented",
+    ),
+    "Transformer": ((37.11, 65.21, 79.14, 42.44, 71.83), "model=transformer", MEGA, None),
+    "S4": (
+        (88.65, 76.02, 87.09, 86.09, 86.05),
+        None,
+        "Gu et al. 2022 (S4)",
+        "the S4 state-space model (not an attention mechanism), not implemented",
+    ),
+    "MEGA": (
+        (63.14, 90.43, 91.25, 90.44, 96.01),
+        None,
+        MEGA,
+        "the MEGA model (EMA-gated attention), not implemented",
+    ),
+    "hard-SAMSA": ((41.12, 65.42, 81.89, 48.24, 72.27), "samsa", None, None),
+    "soft-SAMSA": ((41.88, 65.53, 82.05, 48.73, 81.97), "samsa", None, None),
+}
+
+# The Table 1 column (k, mode) whose number each SAMSA cell is (notes Sec. 6, item 13).
+SAMSA_COLUMN = {
+    ("hard-SAMSA", "ListOps"): (128, "hard"),  # 41.12 vs Table 1 hard-128 41.13
+    ("hard-SAMSA", "Text"): (128, "hard"),  # 65.42 = every hard column of Table 1
+    ("hard-SAMSA", "Retrieval"): (256, "hard"),  # 81.89 = hard-256 (not the best hard, 82.05)
+    ("hard-SAMSA", "Image"): (128, "hard"),  # 48.24 = hard-128
+    ("hard-SAMSA", "Pathfinder"): (512, "hard"),  # 72.27 vs hard-512 72.28
+    ("soft-SAMSA", "ListOps"): (256, "soft"),  # 41.88 vs soft-256 41.89
+    ("soft-SAMSA", "Text"): (256, "soft"),  # 65.53 = soft-256
+    ("soft-SAMSA", "Retrieval"): (128, "soft"),  # 82.05 = hard-128; Table 1 has no soft run
+    ("soft-SAMSA", "Image"): (256, "soft"),  # 48.73 = soft-256
+    ("soft-SAMSA", "Pathfinder"): (128, "soft"),  # 81.97 = soft-128
+}
+
+NOTES = {
+    ("hard-SAMSA", "ListOps"): "Table 1's hard-128 ListOps is 41.13 (notes Sec. 6, item 13)",
+    ("hard-SAMSA", "Text"): "Table 1 prints 65.42 for hard-128, -256 and -512; we run k = 128",
+    ("hard-SAMSA", "Retrieval"): (
+        "= Table 1's hard-256, not its best hard Retrieval (hard-128, 82.05) (notes Sec. 6, 13)"
+    ),
+    ("hard-SAMSA", "Pathfinder"): "Table 1's hard-512 Pathfinder is 72.28 (notes Sec. 6, 13)",
+    ("soft-SAMSA", "ListOps"): "Table 1's soft-256 ListOps is 41.89 (notes Sec. 6, item 13)",
+    ("soft-SAMSA", "Retrieval"): (
+        "Table 1 has no soft Retrieval run; 82.05 is its hard-128 number. We run the soft "
+        "sampler at k = 128 (the row's model), so ours is not the run behind the printed number "
+        "(notes Sec. 6, item 13)"
+    ),
+    ("Transformer", "Image"): (
+        "Table 1 (the same MEGA-quoted Transformer) prints 42.94, MEGA's number; 42.44 is the "
+        "LRA paper's Transformer Image score (notes Sec. 6, item 14)"
+    ),
+    ("S4", "ListOps"): (
+        "garbled row: 88.65 is S4-v2's Image score, not a ListOps score (notes Sec. 6, item 15)"
+    ),
+    ("S4", "Image"): "garbled row: 86.09 is S4-v2's LRA average (notes Sec. 6, item 15)",
+}
+
+
+def _config(row: str, column: str, args: str | None) -> str | None:
+    if args is None:
+        return None
+    if args == "samsa":
+        k, mode = SAMSA_COLUMN[(row, column)]
+        args = f"model=samsa,k={k},mode={mode}"
+    return f"{CONFIG[column]}:{args}"
+
+
+def get_table() -> Table:
+    cells = []
+    for row, (numbers, args, quoted, needs) in ROWS.items():
+        for column, paper in zip(COLUMNS, numbers, strict=True):
+            cells.append(
+                Cell(
+                    row=row,
+                    column=column,
+                    paper=paper,
+                    config=_config(row, column, args),
+                    metric="test_best.accuracy",
+                    scale=100,
+                    quoted=quoted,
+                    needs=needs,
+                    note=NOTES.get((row, column)),
+                )
+            )
+    return Table(
+        key="samsa.table2",
+        caption=(
+            "(Long Range Arena) Accuracy on the full suite of long range arena (LRA) tasks "
+            "(accuracy %)."
+        ),
+        source="SAMSA paper Table 2; notes samsa.md Sec. 3 (Table 2)",
+        rows=tuple(ROWS),
+        columns=COLUMNS,
+        cells=tuple(cells),
+        notes=(
+            "The printed Modality column (Sequence for BigBird, S4, MEGA; Any for the others) is "
+            "descriptive and dropped; bold/underline (best sequence / modality-agnostic model) "
+            "are lost in the text source.",
+            "Every baseline row is a literature number the authors copied (the caption does not "
+            "say so; notes Sec. 5 and the Table 1 caption for the Transformer): BigBird, "
+            "Reformer, Performer, Linformer = Tay et al. 2021 (LRA); Luna-256 = Ma et al. 2021; "
+            "Transformer = MEGA (Ma et al. 2023b) except Image; S4 = Gu et al. 2022 (garbled); "
+            "MEGA = Ma et al. 2023b.",
+            "Runnable baselines are the LRA base recipe (model=transformer, Tay et al. 2021's "
+            "released configs) with the row's mechanism. The Transformer numbers are MEGA's "
+            "re-tuned Transformer, which trains better than the LRA base recipe (Table 1 caption).",
+            "The SAMSA rows are single cells of Table 1 (not new runs): each cell runs the Table 1 "
+            "column whose number it matches, and the mismatches (41.12 vs 41.13, 41.88 vs 41.89, "
+            "72.27 vs 72.28, soft Retrieval 82.05 = hard-128) are noted on the cells "
+            "(notes Sec. 6, item 13).",
+            "The S4 row mixes S4-v1 and S4-v2 numbers (v1: 58.35/76.02/87.09/87.26/86.05; v2: "
+            "59.60/86.82/90.90/88.65/94.20, avg 86.09); the printed values are kept "
+            "(notes Sec. 6, item 15).",
+        ),
+    )
