@@ -26,10 +26,19 @@ from attention import (  # noqa: F401
 from attention.registry import (
     Mechanism,
     UnknownAttentionError,
+    check,
     defaults,
     get,
     names,
     register,
 )
 
-__all__ = ["Mechanism", "UnknownAttentionError", "defaults", "get", "names", "register"]
+__all__ = [
+    "Mechanism",
+    "UnknownAttentionError",
+    "check",
+    "defaults",
+    "get",
+    "names",
+    "register",
+]

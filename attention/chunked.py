@@ -197,8 +197,20 @@ def apply(
     return out.astype(v.dtype)
 
 
+def _check(h, num_tokens) -> None:
+    """`check` for the registry."""
+    del num_tokens
+    if not (isinstance(h["query_chunk"], int) and h["query_chunk"] >= 1):
+        raise ValueError(
+            f"softmax_chunked: query_chunk={h['query_chunk']!r} must be an integer >= 1"
+        )
+    if not (isinstance(h["key_chunk"], int) and h["key_chunk"] >= 1):
+        raise ValueError(f"softmax_chunked: key_chunk={h['key_chunk']!r} must be an integer >= 1")
+
+
 registry.register(
     "softmax_chunked",
+    check=_check,
     apply=apply,
     # 512 x 1024 float32 scores per (batch, head) block: 2 MiB, large enough for efficient
     # matmuls, small enough that N = 16k stays far from N x N memory.

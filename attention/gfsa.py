@@ -407,8 +407,17 @@ def apply_linear(
 
 _INIT_DEFAULTS = {"init_wk": 0.0, "even_layers_only": False, "learn_w0_w1": False}
 
+
+def _check(h, num_tokens) -> None:
+    """`check` for the registry."""
+    del num_tokens
+    if not (isinstance(h["order"], int) and h["order"] >= 1):
+        raise ValueError(f"gfsa: order={h['order']!r} must be an integer >= 1")
+
+
 registry.register(
     "gfsa",
+    check=_check,
     apply=apply,
     init=init,
     defaults={"order": 3, "w0": 0.0, "dropout_rate": 0.0, "scale": None, **_INIT_DEFAULTS},
@@ -417,6 +426,7 @@ registry.register(
 )
 registry.register(
     "gfsa_exact",
+    check=_check,
     apply=apply_exact,
     init=init,
     defaults={"order": 3, "w0": 0.0, "dropout_rate": 0.0, "scale": None, **_INIT_DEFAULTS},
@@ -425,6 +435,7 @@ registry.register(
 )
 registry.register(
     "gfsa_linear",
+    check=_check,
     apply=apply_linear,
     init=init,
     defaults={"order": 3, "w0": 0.0, **_INIT_DEFAULTS},

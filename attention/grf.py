@@ -920,8 +920,21 @@ def apply_dense(
     )
 
 
+def _check_registered(name):
+    """`check` for the registry: walk hyper-parameters, and the grid against the tokens."""
+
+    def check(h, num_tokens) -> None:
+        walk = {k: h[k] for k in ("p_halt", "n_walks", "slot_chunk", "node_chunk") if k in h}
+        _check_hparams(name, graph=h["graph"], max_walk_len=h["max_walk_len"], **walk)
+        if h["graph"] == "grid" and num_tokens is not None:
+            _grid_neighbors(name, h["grid"], num_tokens - int(h["cls_token"]))
+
+    return check
+
+
 registry.register(
     "grf",
+    check=_check_registered("grf"),
     apply=apply,
     init=init,
     defaults={
@@ -944,6 +957,7 @@ registry.register(
 
 registry.register(
     "grf_dense",
+    check=_check_registered("grf_dense"),
     apply=apply_dense,
     init=init_dense,
     defaults={

@@ -138,8 +138,16 @@ def apply(
     return out.reshape(b, n_pad, h, dv)[:, :n].astype(v.dtype)
 
 
+def _check(h, num_tokens) -> None:
+    """`check` for the registry."""
+    del num_tokens
+    if not (isinstance(h["window"], int) and h["window"] >= 0):
+        raise ValueError(f"local: window={h['window']!r} must be an integer >= 0")
+
+
 registry.register(
     "local",
+    check=_check,
     apply=apply,
     defaults={"window": 4, "causal": False, "dropout_rate": 0.0, "scale": None},
     doc="sliding-window softmax attention, |i - j| <= window, blocked O(N * window)",

@@ -28,11 +28,21 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["Mechanism", "UnknownAttentionError", "register", "get", "names", "defaults"]
+__all__ = [
+    "Mechanism",
+    "UnknownAttentionError",
+    "register",
+    "get",
+    "names",
+    "defaults",
+    "check",
+]
 
 
 class UnknownAttentionError(KeyError):
     """An attention name that is not registered (the message lists the known ones)."""
+
+    user_error = True  # entry points print it as one line, exit 2 (core.cli; no core import)
 
     def __str__(self) -> str:  # KeyError would quote the whole message
         return str(self.args[0])
@@ -67,6 +77,7 @@ class _Entry:
     doc: str
     inputs: tuple[str, ...]
     needs_qk: bool
+    check: Callable[[Mapping[str, Any], int | None], None] | None = None
 
 
 _REGISTRY: dict[str, _Entry] = {}
@@ -88,6 +99,7 @@ def register(
     doc: str = "",
     inputs: tuple[str, ...] = (),
     needs_qk: bool = True,
+    check: Callable[[Mapping[str, Any], int | None], None] | None = None,
 ) -> None:
     """Registers a mechanism.
 
@@ -99,6 +111,10 @@ def register(
       doc: one line describing the mechanism.
       inputs: extra keyword inputs `apply` consumes (e.g. `("x",)`).
       needs_qk: False when `apply` ignores q and k.
+      check: optional `check(hparams, num_tokens)` raising ValueError (naming the
+        hyper-parameter and its value) for values that cannot work, e.g. SAMSA's k above the
+        number of tokens; `num_tokens` may be None (unknown). Run by `check` before any
+        model is built.
     """
     if name in _REGISTRY:
         raise ValueError(f"attention mechanism {name!r} is already registered")
@@ -108,7 +124,7 @@ def register(
         raise TypeError(
             f"{name}: hyper-parameter(s) {unused} are accepted by neither apply nor init"
         )
-    _REGISTRY[name] = _Entry(init, apply, dict(defaults or {}), doc, tuple(inputs), needs_qk)
+    _REGISTRY[name] = _Entry(init, apply, dict(defaults or {}), doc, tuple(inputs), needs_qk, check)
 
 
 def names() -> list[str]:
@@ -128,6 +144,30 @@ def _entry(name: str) -> _Entry:
 def defaults(name: str) -> dict[str, Any]:
     """The default hyper-parameters of `name` (a fresh dict)."""
     return dict(_entry(name).defaults)
+
+
+def check(name: str, hparams: Mapping[str, Any], *, num_tokens: int | None = None) -> list[str]:
+    """What is wrong with `hparams` for mechanism `name` attending over `num_tokens` tokens
+    (CLS included; None if unknown): a list of one-line problems, empty when they can work.
+
+    Rules every mechanism shares (`dropout_rate` in [0, 1), a positive `scale`), then the
+    mechanism's own `check` (see `register`).
+    """
+    entry = _entry(name)
+    bound = {**entry.defaults, **hparams}
+    problems = []
+    rate = bound.get("dropout_rate")
+    if rate is not None and not 0.0 <= rate < 1.0:
+        problems.append(f"{name}: dropout_rate={rate!r} must be in [0, 1)")
+    scale = bound.get("scale")
+    if scale is not None and not scale > 0:
+        problems.append(f"{name}: scale={scale!r} must be positive (or None for 1/sqrt(d))")
+    if entry.check is not None:
+        try:
+            entry.check(bound, num_tokens)
+        except (ValueError, TypeError) as e:
+            problems.append(str(e))
+    return problems
 
 
 def get(name: str, **hparams: Any) -> Mechanism:

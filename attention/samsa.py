@@ -354,8 +354,23 @@ def apply(
     return jnp.einsum("bhnk,bhkd->bnhd", probs, v_s).astype(values.dtype)
 
 
+def _check(h, num_tokens) -> None:
+    """`check` for the registry: k, mode and temperature, k against the tokens attended."""
+    _check_k(h["k"])
+    if h["mode"] not in _MODES:
+        raise ValueError(f"samsa: unknown mode {h['mode']!r}; known: {', '.join(_MODES)}")
+    if not h["temperature"] > 0:
+        raise ValueError(f"samsa: temperature must be positive, got {h['temperature']!r}")
+    if num_tokens is not None and h["k"] > num_tokens:
+        raise ValueError(
+            f"samsa: k={h['k']} (tokens sampled per head) exceeds the {num_tokens} tokens of a "
+            "sequence; use k <= the sequence length"
+        )
+
+
 registry.register(
     "samsa",
+    check=_check,
     apply=apply,
     init=init,
     defaults={

@@ -613,8 +613,25 @@ def apply(
     return jnp.mean(outs, axis=0).astype(v.dtype)
 
 
+def _check(h, num_tokens) -> None:
+    """`check` for the registry: the hyper-parameters `apply` checks, before any model is built."""
+    _check_hparams(
+        h["keep"],
+        h["sampling"],
+        h["eval_mode"],
+        h["ensemble_samples"],
+        h["dropout_rate"],
+        h["always_keep"],
+    )
+    if num_tokens is not None and h["always_keep"] > num_tokens:
+        raise ValueError(
+            f"ssa: always_keep={h['always_keep']} exceeds the {num_tokens} tokens of a sequence"
+        )
+
+
 registry.register(
     "ssa",
+    check=_check,
     apply=apply,
     init=init,
     defaults={

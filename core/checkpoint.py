@@ -8,10 +8,14 @@ mid-save leaves the previous step as the latest.
 
 from __future__ import annotations
 
+import os
 import pathlib
+import warnings
 
 import jax
 import orbax.checkpoint as ocp
+
+from core import errors
 
 __all__ = ["Checkpoints"]
 
@@ -45,35 +49,73 @@ class Checkpoints:
         return self.latest.latest_step()
 
     def restore_latest(self, abstract_state):
-        """Returns `(state, data_state, meta)` of the latest step, or None when there is none.
+        """Returns `(state, data_state, meta)` of the newest intact step, or None when there is
+        no step.
 
-        Best-params steps newer than the restored step (written just before a crash, before
-        their latest state was) are dropped: the resumed run recomputes them identically.
+        A step that cannot be read (a truncated array file, damaged metadata) is named in a
+        warning and moved to `<directory>/damaged/` (kept, not deleted), and the previous step
+        is tried; when no step is intact, `CheckpointError` names each damaged one and nothing
+        is moved. Best-params steps newer than the restored step (written just before a crash,
+        or with a damaged latest step) are dropped: the resumed run recomputes them identically.
         """
-        step = self.latest.latest_step()
-        if step is None:
-            return None
-        restored = self.latest.restore(
-            step,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardRestore(abstract_state),
-                data=ocp.args.JsonRestore(),
-                meta=ocp.args.JsonRestore(),
-            ),
+        args = ocp.args.Composite(
+            state=ocp.args.StandardRestore(abstract_state),
+            data=ocp.args.JsonRestore(),
+            meta=ocp.args.JsonRestore(),
         )
-        for s in self.best.all_steps():
-            if s > step:
-                self.best.delete(s)
-        return restored["state"], restored["data"], restored["meta"]
+        damaged: list[tuple[int, str]] = []
+        for step in sorted(self.latest.all_steps(), reverse=True):
+            try:
+                restored = self.latest.restore(step, args=args)
+            except Exception as e:  # noqa: BLE001 (any failure to read a step makes it unusable)
+                damaged.append((step, f"{type(e).__name__}: {_first_line(e)}"))
+                continue
+            for bad, why in damaged:
+                moved = self._move_aside(bad)
+                warnings.warn(
+                    f"checkpoint step {bad} in {self.directory / 'latest'} is damaged ({why}); "
+                    f"moved to {moved}, resuming from step {step}",
+                    stacklevel=2,
+                )
+            for s in self.best.all_steps():
+                if s > step:
+                    self.best.delete(s)
+            return restored["state"], restored["data"], restored["meta"]
+        if damaged:
+            listed = "; ".join(f"step {s}: {why}" for s, why in damaged)
+            raise errors.CheckpointError(
+                f"no intact checkpoint in {self.directory / 'latest'} ({listed}); move the "
+                "checkpoints directory away to start the run again from step 0"
+            )
+        return None
+
+    def _move_aside(self, step: int) -> pathlib.Path:
+        """Moves a damaged `latest/<step>` to `damaged/latest-<step>[-N]` and forgets it."""
+        src = self.directory / "latest" / str(step)
+        dst_dir = self.directory / "damaged"
+        dst_dir.mkdir(parents=True, exist_ok=True)
+        dst, n = dst_dir / f"latest-{step}", 1
+        while dst.exists():
+            dst, n = dst_dir / f"latest-{step}-{n}", n + 1
+        os.replace(src, dst)
+        self.latest.reload()
+        return dst
 
     def restore_best_params(self, abstract_params):
         self.best.wait_until_finished()
         step = self.best.latest_step()
         if step is None:
             return None, None
-        restored = self.best.restore(
-            step, args=ocp.args.Composite(params=ocp.args.StandardRestore(abstract_params))
-        )
+        try:
+            restored = self.best.restore(
+                step, args=ocp.args.Composite(params=ocp.args.StandardRestore(abstract_params))
+            )
+        except Exception as e:  # noqa: BLE001 (named for the user, with what to do)
+            raise errors.CheckpointError(
+                f"the best-validation checkpoint step {step} in {self.directory / 'best'} is "
+                f"damaged ({type(e).__name__}: {_first_line(e)}); delete that step directory "
+                "and its latest/ steps from it on, and run again to recompute it"
+            ) from None
         return step, restored["params"]
 
     def wait(self) -> None:
@@ -83,6 +125,11 @@ class Checkpoints:
     def close(self) -> None:
         self.latest.close()
         self.best.close()
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return lines[0][:200] if lines else ""
 
 
 def abstract(tree):

@@ -9,6 +9,7 @@ raises as well).
 from __future__ import annotations
 
 import ast
+import difflib
 import importlib.util
 import pathlib
 from collections.abc import Mapping
@@ -16,36 +17,49 @@ from typing import Any
 
 import ml_collections
 
+from core.errors import ConfigError
+
 __all__ = ["ConfigError", "parse_arg", "load", "override", "to_dict"]
 
 
-class ConfigError(ValueError):
-    """A config argument or override that does not exist or does not parse."""
-
-
-def _coerce(raw: str, like: Any, key: str) -> Any:
-    if isinstance(like, bool):
+def _coerce(raw: str, like: Any, key: str, field_type: type | None = None) -> Any:
+    """`raw` (command-line text) as a value of `like`'s type (or `field_type` where the field
+    holds None); the message names the field and the value typed."""
+    kind = field_type if like is None and field_type is not None else type(like)
+    if kind is bool:
         if raw.lower() in ("1", "true", "yes"):
             return True
         if raw.lower() in ("0", "false", "no"):
             return False
-        raise ConfigError(f"{key}={raw!r}: expected a boolean")
-    if isinstance(like, int) and not isinstance(like, bool):
+        raise ConfigError(f"{key}={raw!r}: expected a boolean (true or false)")
+    if kind is int:
         try:
             return int(raw)
         except ValueError:
             raise ConfigError(f"{key}={raw!r}: expected an integer") from None
-    if isinstance(like, float):
+    if kind is float:
+        if like is None and raw.lower() == "none":
+            return None
         try:
             return float(raw)
         except ValueError:
             raise ConfigError(f"{key}={raw!r}: expected a number") from None
-    if isinstance(like, str) or like is None:
+    if kind is str or (like is None and field_type is None):
         return raw
     try:
-        return ast.literal_eval(raw)
+        value = ast.literal_eval(raw)
     except (ValueError, SyntaxError):
-        raise ConfigError(f"{key}={raw!r}: cannot parse") from None
+        raise ConfigError(f"{key}={raw!r}: cannot parse as a Python literal") from None
+    if kind is tuple and isinstance(value, list):
+        value = tuple(value)
+    if value is not None and not isinstance(value, kind):
+        raise ConfigError(f"{key}={raw!r}: expected a {kind.__name__}")
+    return value
+
+
+def _did_you_mean(word: str, options) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def parse_arg(arg: str | None, defaults: Mapping[str, Any]) -> ml_collections.ConfigDict:
@@ -63,7 +77,8 @@ def parse_arg(arg: str | None, defaults: Mapping[str, Any]) -> ml_collections.Co
             raise ConfigError(f"config argument {item!r} is not of the form key=value")
         if key not in defaults:
             raise ConfigError(
-                f"unknown config argument {key!r}; valid: {', '.join(sorted(defaults))}"
+                f"unknown config argument {key!r}{_did_you_mean(key, defaults)}; valid: "
+                f"{', '.join(sorted(defaults))}"
             )
         out[key] = _coerce(raw.strip(), defaults[key], key)
     return ml_collections.ConfigDict(out)
@@ -84,19 +99,34 @@ def load(spec: str) -> ml_collections.ConfigDict:
 
 
 def override(config: ml_collections.ConfigDict, overrides: Mapping[str, Any]):
-    """Applies `{"a.b.c": value}` overrides; a key that does not exist is a ConfigError."""
+    """Applies `{"a.b.c": value}` overrides (strings are parsed as the field's type); a field or
+    section that does not exist, or a value of the wrong type, is a ConfigError naming it."""
     for dotted, value in overrides.items():
         *parents, leaf = dotted.split(".")
         node = config
         for i, part in enumerate(parents):
             if part not in node or not isinstance(node[part], ml_collections.ConfigDict):
-                raise ConfigError(f"config has no section {'.'.join(parents[: i + 1])!r}")
+                sections = [k for k, v in node.items() if isinstance(v, ml_collections.ConfigDict)]
+                raise ConfigError(
+                    f"config has no section {'.'.join(parents[: i + 1])!r}"
+                    f"{_did_you_mean(part, sections)}"
+                )
             node = node[part]
         if leaf not in node:
             valid = ", ".join(sorted(node.keys()))
-            raise ConfigError(f"config has no field {dotted!r}; valid here: {valid}")
+            raise ConfigError(
+                f"config has no field {dotted!r}{_did_you_mean(leaf, node.keys())}; valid here: "
+                f"{valid}"
+            )
         old = node[leaf]
-        node[leaf] = _coerce(value, old, dotted) if isinstance(value, str) else value
+        if isinstance(old, ml_collections.ConfigDict):
+            raise ConfigError(f"config.{dotted} is a section; set one of its fields instead")
+        if isinstance(value, str):
+            value = _coerce(value, old, f"config.{dotted}", node.get_type(leaf))
+        try:
+            node[leaf] = value
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"config.{dotted}={value!r}: {e}") from None
     return config
 
 

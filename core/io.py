@@ -9,7 +9,17 @@ import subprocess
 import tempfile
 from importlib import metadata
 
-__all__ = ["write_json", "write_text", "versions", "git_revision", "device_info"]
+from core import errors
+
+__all__ = [
+    "write_json",
+    "write_text",
+    "read_json",
+    "save_figure",
+    "versions",
+    "git_revision",
+    "device_info",
+]
 
 
 def write_text(path, text: str) -> None:
@@ -22,6 +32,7 @@ def write_text(path, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would survive the rename
         os.replace(tmp, path)
     except BaseException:
         pathlib.Path(tmp).unlink(missing_ok=True)
@@ -30,6 +41,46 @@ def write_text(path, text: str) -> None:
 
 def write_json(path, obj) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_jsonable) + "\n")
+
+
+def read_json(path, *, what: str = "JSON file"):
+    """Parses the JSON file `path`; a missing, unreadable or malformed file is a
+    `core.errors.DataError` naming the file (and the line and column of a syntax error)."""
+    path = pathlib.Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise errors.DataError(f"{path}: {what} not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise errors.DataError(f"{path}: cannot read {what} ({e})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise errors.DataError(
+            f"{path}:{e.lineno}:{e.colno}: malformed {what} ({e.msg}); "
+            + ("the file is empty" if not text.strip() else "it may have been cut short")
+        ) from None
+
+
+def save_figure(fig, path, **savefig_kwargs) -> pathlib.Path:
+    """Saves a matplotlib figure to `path` atomically (temp file in the same directory, then
+    rename), so a reader never sees half a PNG; closes the figure."""
+    import matplotlib.pyplot as plt
+
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", **savefig_kwargs)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would survive the rename
+        os.replace(tmp, path)
+    except BaseException:
+        pathlib.Path(tmp).unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(fig)
+    return path
 
 
 def _jsonable(x):

@@ -11,6 +11,8 @@ import jax.numpy as jnp
 import ml_collections
 import optax
 
+from core import errors
+
 __all__ = ["make_schedule", "make_optimizer"]
 
 _FACTORS = (
@@ -27,7 +29,10 @@ def _factor_schedule(cfg: ml_collections.ConfigDict, lr: float, total_steps: int
     factors = [f.strip() for f in cfg.name.split("*")]
     unknown = [f for f in factors if f not in _FACTORS]
     if unknown:
-        raise ValueError(f"unknown schedule factor(s) {unknown}; known: {', '.join(_FACTORS)}")
+        raise errors.ConfigError(
+            f"config.schedule.name={cfg.name!r}: unknown factor(s) {unknown}; known: "
+            f"{', '.join(_FACTORS)} (joined by *) or warmup_cosine"
+        )
     warmup = float(cfg.warmup_steps)
 
     base = lr
@@ -80,7 +85,9 @@ def make_optimizer(cfg: ml_collections.ConfigDict, total_steps: int):
     opt = cfg.optimizer
     schedule = make_schedule(cfg.schedule, opt.lr, total_steps)
     if opt.name != "adamw":
-        raise ValueError(f"unknown optimizer {opt.name!r}; known: adamw")
+        raise errors.ConfigError(
+            f"config.optimizer.name={opt.name!r}: unknown optimizer; known: adamw"
+        )
     chain = []
     if opt.grad_clip_norm:
         chain.append(optax.clip_by_global_norm(opt.grad_clip_norm))

@@ -17,6 +17,8 @@ import dataclasses
 import importlib
 import re
 
+from core import errors
+
 __all__ = [
     "Cell",
     "Table",
@@ -33,7 +35,7 @@ SPLITS = ("val_last", "val_best", "test_last", "test_best")  # summary["metrics"
 METRICS = ("accuracy", "loss")  # what the registered tasks report in each section
 
 
-class TableError(ValueError):
+class TableError(errors.UserError, ValueError):
     """A table config that names something that does not exist or does not parse."""
 
 

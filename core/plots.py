@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import pathlib
 
+from core import io
+
 __all__ = ["learning_curves"]
 
 
@@ -35,9 +37,4 @@ def learning_curves(workdir, *, title: str = "") -> pathlib.Path | None:
         ax.legend()
     fig.suptitle(title or workdir.name)
     fig.tight_layout()
-    out = workdir / "learning_curves.png"
-    tmp = out.with_name(".learning_curves.tmp.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    tmp.replace(out)
-    return out
+    return io.save_figure(fig, workdir / "learning_curves.png", dpi=100)

@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from core import errors
+
 __all__ = [
     "Split",
     "Data",
@@ -22,12 +24,12 @@ __all__ = [
     "names",
     "UnknownTaskError",
     "classification_loss",
+    "CLASSIFICATION_METRICS",
 ]
 
 
-class UnknownTaskError(KeyError):
-    def __str__(self) -> str:
-        return str(self.args[0])
+class UnknownTaskError(errors.UnknownNameError):
+    """A task name that is not registered (the message lists the known ones)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +122,9 @@ def get(name: str) -> Task:
     if name not in _TASKS:
         raise UnknownTaskError(f"unknown task {name!r}; known tasks: {', '.join(names())}")
     return _TASKS[name]()
+
+
+CLASSIFICATION_METRICS = ("loss", "accuracy")  # what `classification_loss` reports
 
 
 def classification_loss(logits, labels, weight):

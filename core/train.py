@@ -23,7 +23,7 @@ from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from core import checkpoint, data, io, layers, optim, plots, tasks
+from core import checkpoint, data, errors, io, layers, optim, plots, tasks, validate, workdir_lock
 
 __all__ = [
     "train_and_evaluate",
@@ -39,7 +39,7 @@ SUMMARY_SCHEMA_VERSION = 1
 _KILL_ENV = "ATTNBENCH_KILL_AT_STEP"
 
 
-class NonFiniteLossError(RuntimeError):
+class NonFiniteLossError(errors.RunFailedError):
     """Training produced a NaN/inf loss or gradient; the run stops, keeping the last good
     checkpoint."""
 
@@ -68,47 +68,62 @@ def _majority_rate(split: tasks.Split) -> float | None:
     return float(np.bincount(labels).max() / len(labels))
 
 
+def _config_json(config) -> dict:
+    return json.loads(json.dumps(config.to_dict(), default=str))
+
+
 def _check_config(config, workdir: pathlib.Path) -> None:
-    """Refuses to resume a workdir that was started with a different config."""
+    """Refuses a workdir that holds a run (finished or not) started with a different config."""
     path = workdir / "config.json"
-    if path.exists():
-        old = json.loads(path.read_text())
-        new = json.loads(json.dumps(config.to_dict(), default=str))
-        if old != new:
-            diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-            raise ValueError(
-                f"{workdir} holds a run with a different config (sections differ: "
-                f"{', '.join(diff)}); use a new --workdir or the same config"
-            )
-    else:
-        io.write_json(path, config.to_dict())
+    if not path.exists():
+        return
+    old = io.read_json(path, what="run config")
+    new = _config_json(config)
+    if old != new:
+        diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        raise errors.WorkdirError(
+            f"{workdir} holds a run with a different config (sections differ: "
+            f"{', '.join(diff)}); use a new --workdir, or the config it was started with "
+            f"({path})"
+        )
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     """Trains `config.task` with `config`, evaluating and checkpointing in `workdir`.
 
     Returns the summary (also written to `workdir/summary.json`). A finished workdir returns its
-    summary without training again.
+    summary without training again, if its config is this one. The config is checked first
+    (`core.validate`); `workdir` is locked while the run holds it; `config.json` is written
+    once the data and the model are built, so a start that fails leaves no config behind.
     """
     # ---- setup and logging -------------------------------------------------------------
     wall_start = time.perf_counter()
     if config.multihost:
         jax.distributed.initialize()
+    if not str(workdir).strip():
+        raise errors.WorkdirError("--workdir is empty; name a run directory, e.g. runs/x")
     workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    if (workdir / "summary.json").exists():
-        _log(f"{workdir} is finished; returning its summary")
-        return json.loads((workdir / "summary.json").read_text())
-    _check_config(config, workdir)
     task = tasks.get(config.task)
+    validate.check(config, task)
+    workdir.mkdir(parents=True, exist_ok=True)
+    with workdir_lock.hold(workdir, process_index=jax.process_index()):
+        _check_config(config, workdir)
+        if (workdir / "summary.json").exists():
+            _log(f"{workdir} is finished; returning its summary")
+            return io.read_json(workdir / "summary.json", what="run summary")
+        return _train(config, workdir, task, wall_start)
+
+
+def _train(config, workdir: pathlib.Path, task, wall_start: float) -> dict:
     kill_at = int(os.environ.get(_KILL_ENV, "0") or 0)
 
     # ---- device mesh ---------------------------------------------------------------------
     n_dev = jax.device_count()
     for name in ("batch_size", "eval_batch_size"):
         if config[name] % n_dev:
-            raise ValueError(
-                f"config.{name}={config[name]} is not divisible by the {n_dev} devices"
+            raise errors.ConfigError(
+                f"config.{name}={config[name]} is not divisible by the {n_dev} devices; use a "
+                f"multiple of {n_dev}"
             )
     mesh = make_mesh()
     replicated = NamedSharding(mesh, P())
@@ -137,6 +152,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
 
     # ---- model and optimizer ---------------------------------------------------------------
     graphdef, state, optimizer, schedule = init_state(task, config, replicated)
+    if not (workdir / "config.json").exists() and pid == 0:
+        io.write_json(workdir / "config.json", config.to_dict())  # data and model are built
     num_params = int(sum(x.size for x in jax.tree.leaves(state["params"])))
     _log(
         f"model: {num_params:,} parameters, attention {config.attention.name}; "
@@ -188,11 +205,18 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
             bad = [k for k in ("train_loss", "grad_norm") if not np.isfinite(m[k])]
             if bad:
                 ckpts.wait()
+                last = ckpts.latest_step()
+                kept = (
+                    f"the last good checkpoint is step {last} in {ckpts.directory}"
+                    if last is not None
+                    else "no checkpoint was saved before it "
+                    f"(the first is at step {config.eval_every})"
+                )
                 raise NonFiniteLossError(
                     f"non-finite {' and '.join(bad)} at step {s} "
-                    f"({', '.join(f'{k}={m[k]}' for k in bad)}); stopped. The last good "
-                    f"checkpoint is step {ckpts.latest_step()} in {ckpts.directory}. Try a lower "
-                    "learning rate or gradient clipping (config.optimizer.grad_clip_norm)."
+                    f"({', '.join(f'{k}={m[k]}' for k in bad)}); stopped, {kept}. Try a lower "
+                    "learning rate (config.optimizer.lr) or gradient clipping "
+                    "(config.optimizer.grad_clip_norm)"
                 )
         sums = {
             k: (sum(m[k][0] for m in host), sum(m[k][1] for m in host))
@@ -227,6 +251,12 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     def eval_and_checkpoint() -> None:
         nonlocal last_saved
         val = evaluate(state["params"], ds.val)
+        if config.best_metric not in val:
+            known = ", ".join(k for k in val if k != "num_examples")
+            raise errors.ConfigError(
+                f"config.best_metric={config.best_metric!r} is not a validation metric of "
+                f"{config.task}; known: {known}"
+            )
         value = val[config.best_metric]
         better = meta["best_value"] is None or (
             value > meta["best_value"] if config.best_mode == "max" else value < meta["best_value"]

@@ -19,13 +19,14 @@ from typing import Any
 
 import numpy as np
 
+from core import errors
+
 __all__ = ["DataError", "spec_hash", "build_once", "save_arrays", "load_arrays"]
 
 _DONE = "spec.json"
 
 
-class DataError(ValueError):
-    """A data file or directory is missing, malformed or corrupt; the message names it."""
+DataError = errors.DataError  # a missing, malformed or corrupt file; the message names it
 
 
 def spec_hash(spec: Mapping[str, Any]) -> str:

@@ -65,6 +65,8 @@ from pathlib import Path
 
 import numpy as np
 
+from lra import cache
+
 __all__ = [
     "VOCAB",
     "PAD_ID",
@@ -73,6 +75,7 @@ __all__ = [
     "OFFICIAL_SIZES",
     "SPLIT_FILES",
     "ListOpsDataError",
+    "SourceTooLongError",
     "generate",
     "generate_splits",
     "evaluate",
@@ -122,8 +125,12 @@ _MAX_STALL = 1_000_000
 _TOKENIZE_CHUNK = 256
 
 
-class ListOpsDataError(ValueError):
+class ListOpsDataError(cache.DataError):
     """A ListOps file or source string is missing or malformed (message names path/line)."""
+
+
+class SourceTooLongError(ListOpsDataError):
+    """A source with more tokens than the requested row length (`max_length`)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -653,7 +660,7 @@ def _parse_tsv(
             raise ListOpsDataError(f"{path}:{line_numbers[lo + e.index]}: {e.message}") from None
         if max_length is not None and counts.max() > max_length:
             over = int(np.flatnonzero(counts > max_length)[0])
-            raise ListOpsDataError(
+            raise SourceTooLongError(
                 f"{path}:{line_numbers[lo + over]}: source has {int(counts[over])} tokens, more "
                 f"than max_length={max_length}"
             )

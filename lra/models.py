@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from core import layers, samsa_block
+from core import errors, layers, samsa_block
 
 __all__ = ["SequenceEncoder", "SequenceClassifier", "DualEncoderClassifier"]
 
@@ -37,7 +37,10 @@ class SequenceEncoder(nnx.Module):
         dtype = jnp.dtype(m.dtype)
         if m.encoder == "transformer":
             if m.drop_path:
-                raise ValueError("model.drop_path is a SAMSA-encoder field; set it to 0.0")
+                raise errors.ConfigError(
+                    f"config.model.drop_path={m.drop_path}: stochastic depth is a field of the "
+                    "samsa encoder; set it to 0.0 with encoder='transformer'"
+                )
             self.encoder = layers.TransformerEncoder(
                 num_layers=m.num_layers,
                 dim=m.dim,
@@ -53,7 +56,10 @@ class SequenceEncoder(nnx.Module):
             )
         elif m.encoder == "samsa":
             if m.positions != "sinusoidal":
-                raise ValueError("the SAMSA encoder uses sinusoidal positions (SAMSA Table 8)")
+                raise errors.ConfigError(
+                    f"config.model.positions={m.positions!r}: the samsa encoder uses sinusoidal "
+                    "positions (SAMSA Table 8)"
+                )
             self.max_len = n
             self.encoder = samsa_block.SAMSAEncoder(
                 m.num_layers,
@@ -69,7 +75,9 @@ class SequenceEncoder(nnx.Module):
                 rngs=rngs,
             )
         else:
-            raise ValueError(f"unknown model.encoder {m.encoder!r}; known: transformer, samsa")
+            raise errors.ConfigError(
+                f"config.model.encoder={m.encoder!r}: unknown; known: transformer, samsa"
+            )
 
     def __call__(self, tokens, *, train: bool = False, key=None):
         tokens = tokens.astype(jnp.int32)

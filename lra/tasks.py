@@ -7,7 +7,7 @@ import pathlib
 
 import numpy as np
 
-from core import tasks
+from core import errors, tasks
 from lra import image, listops, models, pathfinder, retrieval, text
 
 __all__ = ["ListOps", "Text", "Retrieval", "Image", "Pathfinder", "data_root"]
@@ -35,6 +35,8 @@ def data_root(config_dir: str) -> pathlib.Path:
 @tasks.register("lra.listops")
 class ListOps:
     """LRA ListOps: 10-way classification of the value of a nested list expression."""
+
+    metric_names = tasks.CLASSIFICATION_METRICS
 
     def load_data(self, config) -> tasks.Data:
         d = config.data
@@ -64,12 +66,19 @@ class ListOps:
             directory = pathlib.Path(d.dir).expanduser()
             description = {"dir": str(directory)}
         else:
-            raise ValueError(
-                f"config.data.source={d.source!r}; ListOps knows 'generated' and 'official'"
+            raise errors.ConfigError(
+                f"config.data.source={d.source!r}: ListOps knows 'generated' and 'official'"
             )
         splits = {}
         for name in ("train", "val", "test"):
-            tokens, labels = listops.load_split(directory, name, max_length=d.max_length)
+            try:
+                tokens, labels = listops.load_split(directory, name, max_length=d.max_length)
+            except listops.SourceTooLongError as e:
+                raise listops.SourceTooLongError(
+                    f"{e} (config.data.max_length, which preset={config.preset} sets to "
+                    f"{d.max_length} for generated data); for these files add "
+                    "--config.data.max_length=2000, LRA's ListOps length"
+                ) from None
             # 16 token ids fit in uint8: a quarter of the host memory of int32.
             splits[name] = tasks.Split({"tokens": tokens.astype(np.uint8), "label": labels})
         return tasks.Data(
@@ -100,13 +109,14 @@ class _ModuleTask:
     `data_config()`, `load(config.data, cache_root) -> (splits, description)`)."""
 
     module = None  # the data module
+    metric_names = tasks.CLASSIFICATION_METRICS
     sources = ("official", "standin")
 
     def load_data(self, config) -> tasks.Data:
         d = config.data
         if d.source not in self.sources:
-            raise ValueError(
-                f"config.data.source={d.source!r}; {self.module.__name__} knows "
+            raise errors.ConfigError(
+                f"config.data.source={d.source!r}: {self.module.__name__} knows "
                 f"{', '.join(self.sources)}"
             )
         # Official data is read from config.data.dir; built data is cached under the data root.

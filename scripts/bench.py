@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import attention
-from core import io
+from core import cli, io
 
 MODES = ("forward", "forward_backward", "inference")
 
@@ -487,8 +487,7 @@ def _plot(result, path):
         if ax.lines:
             ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    io.save_figure(fig, path, dpi=100)
 
 
 def bench_pipeline(args) -> dict:
@@ -499,9 +498,7 @@ def bench_pipeline(args) -> dict:
 
     train_rates: dict[tuple[str, str], tuple[float, str]] = {}
     for path in sorted(pathlib.Path(args.compare).glob("**/summary.json")) if args.compare else []:
-        import json
-
-        s = json.loads(path.read_text())
+        s = io.read_json(path, what="run summary")
         rate = s.get("throughput", {}).get("examples_per_s")
         key = (s.get("task"), s.get("preset"))
         if rate and (key not in train_rates or rate > train_rates[key][0]):
@@ -578,7 +575,7 @@ def write_pipeline(result: dict, out: str) -> None:
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(description="attnbench efficiency benchmarks")
+    parser = cli.ArgumentParser(prog="scripts.bench", description="attnbench efficiency benchmarks")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("attention", help="time and memory vs length per mechanism")
     p.add_argument("--mechanisms", nargs="+", default=None, help="default: all registered")
@@ -635,12 +632,11 @@ def main(argv=None):
         print(f"wrote {args.out}/pipelines.{{json,md}}")
         return
     if args.command == "replot":
-        import json
         import pathlib
 
         path = pathlib.Path(args.json)
         write(
-            json.loads(path.read_text()),
+            io.read_json(path, what="benchmark record"),
             str(path.parent),
             path.stem.removeprefix("attention_"),
             write_json=False,
@@ -652,7 +648,7 @@ def main(argv=None):
         t0 = time.perf_counter()
         try:
             specs = bench_train.plan(args)  # loads every config: bad input fails before any run
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, attention.UnknownAttentionError) as e:
             parser.error(str(e))
         result = bench_train.run(args, specs)
         result.update(
@@ -687,4 +683,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli.run(main))

@@ -28,7 +28,7 @@ import jax
 import numpy as np
 
 from core import config as config_lib
-from core import tasks, train
+from core import errors, io, tasks, train, validate
 
 
 def spec_for(config: str, mechanism: str | None, length: int | None) -> str:
@@ -70,14 +70,8 @@ def measure(
     config = config_lib.load(spec)
     with config.unlocked():
         config.batch_size = batch
-    for path, value in (overrides or {}).items():
-        *parents, leaf = path.split(".")
-        node = config
-        for part in parents:
-            node = node[part]
-        if leaf not in node:
-            raise config_lib.ConfigError(f"override {path}: config has no field {leaf!r}")
-        node[leaf] = value
+    config_lib.override(config, overrides or {})
+    validate.check(config)
     task = tasks.get(config.task)
     if not hasattr(task, "example_batch"):
         raise ValueError(f"task {config.task} has no example_batch(); bench train needs one")
@@ -160,14 +154,18 @@ def plan(args) -> list[tuple[str, str, int]]:
     mechanisms = args.mechanisms or [None]
     for m in mechanisms:
         if m is not None and m not in attention.names():
-            raise ValueError(f"unknown mechanism {m!r}; known: {', '.join(attention.names())}")
+            raise attention.UnknownAttentionError(
+                f"unknown mechanism {m!r}; known: {', '.join(attention.names())}"
+            )
     out = []
     for m in mechanisms:
         for n in args.lengths:
             spec = spec_for(args.config, m, n)
             config = config_lib.load(spec)
             if not hasattr(tasks.get(config.task), "example_batch"):
-                raise ValueError(f"task {config.task} has no example_batch(); bench train needs it")
+                raise errors.ConfigError(
+                    f"task {config.task} has no example_batch(); bench train needs it"
+                )
             out.append((m or config.attention.name, spec, n))
     return out
 
@@ -346,5 +344,4 @@ def _plot(result, path):
         if row[0].lines:
             row[0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    io.save_figure(fig, path, dpi=100)

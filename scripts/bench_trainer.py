@@ -10,7 +10,6 @@ that were placed on the device beforehand, so it is the step's own speed.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -18,8 +17,8 @@ import time
 
 import jax
 
+from core import cli, data, io, tasks, train
 from core import config as config_lib
-from core import data, io, tasks, train
 
 
 def bare_loop(config, steps: int) -> float:
@@ -49,7 +48,7 @@ def trainer(config, steps: int) -> float:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = cli.ArgumentParser(prog="scripts.bench_trainer", description=__doc__.split("\n")[0])
     parser.add_argument("--config", default="configs/lra/listops.py:preset=cpu")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--repeats", type=int, default=2)
@@ -106,4 +105,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli.run(main))

@@ -12,13 +12,12 @@ e.g. SAMSA's k; graph masks follow the length). Nothing is built or run.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import sys
 
 from configs import common
+from core import cli, flops, validate
 from core import config as config_lib
-from core import flops
 
 
 def _at_length(config, length: int):
@@ -28,19 +27,25 @@ def _at_length(config, length: int):
     return c
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv=None) -> int:
+    parser = cli.ArgumentParser(prog="scripts.flops", description=__doc__.split("\n")[0])
     parser.add_argument("--config", required=True, help="config file[:args]")
-    parser.add_argument("--lengths", type=int, nargs="*", default=[], help="sequence lengths")
+    parser.add_argument(
+        "--lengths", type=cli.positive_int, nargs="*", default=[], help="sequence lengths"
+    )
     parser.add_argument("--train", action="store_true", help="count the training forward")
     parser.add_argument(
-        "--batch", type=int, default=None, help="batch for batch-shared work (default: config's)"
+        "--batch",
+        type=cli.positive_int,
+        default=None,
+        help="batch for batch-shared work (default: config's)",
     )
     parser.add_argument(
         "--matmul-only", action="store_true", help="omit the approximate elementwise FLOPs"
     )
     args = parser.parse_args(argv)
     config = config_lib.load(args.config)
+    validate.check(config)
     kw = dict(train=args.train, batch=args.batch, elementwise=not args.matmul_only)
     counts = flops.count(config, **kw)
     m = config.model
@@ -68,7 +73,8 @@ def main(argv=None) -> None:
             c = flops.count(_at_length(config, length), **kw)
             share = c.breakdown["attention"] / c.flops
             print(f"{length:>8}{c.params:>14,}{c.flops / 1e9:>16.4g}{share:>11.1%}")
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(cli.run(main))

@@ -22,17 +22,19 @@ another command (`Cell.elsewhere`, the speed tables) are listed with that comman
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import functools
 import json
+import os
 import pathlib
 import re
+import signal
 import subprocess
 import sys
 import time
-from concurrent import futures
 
-from core import io, paper_tables
+from core import cli, io, paper_tables
+from scripts import train as train_script
 
 
 def _slug(text: str) -> str:
@@ -133,15 +135,19 @@ def compute_exact(table, cell, root) -> float:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = cli.ArgumentParser(prog="scripts.reproduce", description=__doc__.split("\n")[0])
     parser.add_argument("table", help=f"one of: {', '.join(paper_tables.names())}")
     parser.add_argument("--preset", default="cpu", choices=["paper", "cpu", "smoke"])
     parser.add_argument("--cells", nargs="*", default=[], help="words matching rows or columns")
-    parser.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 per cell")
-    parser.add_argument("--jobs", type=int, default=1, help="cells run at once (processes)")
+    parser.add_argument("--seeds", type=cli.positive_int, default=1, help="seeds 0..N-1 per cell")
+    parser.add_argument(
+        "--jobs", type=cli.positive_int, default=1, help="cells run at once (processes)"
+    )
     parser.add_argument("--runs", default="runs/tables", help="root of the run directories")
     parser.add_argument("--list", action="store_true", help="list the cells and stop")
     args = parser.parse_args(argv)
+    if not args.runs.strip():
+        parser.error("--runs is empty; name the root of the run directories")
     try:
         table = paper_tables.load(args.table)
         paper_tables.validate(table)
@@ -179,37 +185,117 @@ def main(argv=None) -> int:
         value = compute_exact(table, c, args.runs)
         print(f"  exact: [{c.row} / {c.column}] {value:.6g} (paper {paper})", flush=True)
 
+    return _run_jobs(todo, table.key, args)
+
+
+def _start(cmd: list[str], log) -> subprocess.Popen:
+    """Starts a cell's trainer in its own process group (so Ctrl-C reaches only us and we stop
+    it), told to die with this process (Linux parent-death signal, and the trainer's own
+    watchdog on `$ATTNBENCH_PARENT_PID`): a killed reproduce leaves no orphan behind."""
+    env = dict(os.environ, **{train_script.PARENT_ENV: str(os.getpid())})
+    return subprocess.Popen(
+        cmd,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+    )
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+
+
+def _stop(procs, grace: float = 10.0) -> None:
+    """SIGTERM to each process group, then SIGKILL to whatever is left after `grace` s."""
+    for p in procs:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def _run_jobs(todo, key: str, args) -> int:
+    """Runs `(cell, seed)` jobs, `args.jobs` at a time, with progress and ETA. SIGINT/SIGTERM
+    cancel the queue and stop the running cells (they resume from their last checkpoint when
+    the same command runs again)."""
     t0 = time.perf_counter()
-    failed = []
-
-    def one(job):
-        c, s = job
-        workdir = run_dir(args.runs, table.key, args.preset, c, s)
-        workdir.mkdir(parents=True, exist_ok=True)
-        with open(workdir / "reproduce.log", "a") as log:
-            rc = subprocess.call(
-                command(c, args.preset, s, workdir), stdout=log, stderr=subprocess.STDOUT
-            )
-        return c, s, rc, workdir
-
-    with futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        done = futures.as_completed([pool.submit(one, job) for job in todo])
-        for i, (c, s, rc, workdir) in enumerate((f.result() for f in done), 1):
-            elapsed = time.perf_counter() - t0
-            eta = elapsed / i * (len(todo) - i)
-            status = "done" if rc == 0 else f"FAILED (exit {rc}; see {workdir}/reproduce.log)"
-            if rc:
-                failed.append((c, s))
-            print(
-                f"[{i}/{len(todo)} {elapsed:.0f}s, ETA {eta:.0f}s] {c.row} / {c.column} seed "
-                f"{s}: {status}",
-                flush=True,
-            )
+    failed, finished_count = [], 0
+    queue = list(todo)
+    running: dict[subprocess.Popen, tuple] = {}
+    stop_signal: list[int] = []
+    handlers = {
+        sig: signal.signal(sig, lambda signum, _frame: stop_signal.append(signum))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        while (queue or running) and not stop_signal:
+            while queue and len(running) < args.jobs and not stop_signal:
+                c, s = queue.pop(0)
+                workdir = run_dir(args.runs, key, args.preset, c, s)
+                workdir.mkdir(parents=True, exist_ok=True)
+                log = open(workdir / "reproduce.log", "a")  # noqa: SIM115 (closed when done)
+                running[_start(command(c, args.preset, s, workdir), log)] = (c, s, workdir, log)
+            for p in [p for p in running if p.poll() is not None]:
+                c, s, workdir, log = running.pop(p)
+                log.close()
+                finished_count += 1
+                elapsed = time.perf_counter() - t0
+                eta = elapsed / finished_count * (len(todo) - finished_count)
+                if p.returncode:
+                    failed.append((c, s))
+                    why = _last_line(workdir / "reproduce.log")
+                    status = (
+                        f"FAILED (exit {p.returncode}{': ' + why if why else ''}; see "
+                        f"{workdir}/reproduce.log)"
+                    )
+                else:
+                    status = "done"
+                print(
+                    f"[{finished_count}/{len(todo)} {elapsed:.0f}s, ETA {eta:.0f}s] {c.row} / "
+                    f"{c.column} seed {s}: {status}",
+                    flush=True,
+                )
+            time.sleep(0.1)
+    finally:
+        if running:
+            _stop(list(running))
+            for _, _, _, log in running.values():
+                log.close()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    if stop_signal:
+        name = signal.Signals(stop_signal[0]).name
+        print(
+            f"{name}: stopped {len(running)} running and {len(queue)} queued run(s); the same "
+            "command resumes them",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 128 + stop_signal[0]
     if failed:
         print(f"{len(failed)} run(s) failed", flush=True)
         return 1
     return 0
 
 
+def _last_line(path: pathlib.Path) -> str:
+    """The log's last `error: ...` line (a user error of the trainer), or ''."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return next((ln[7:] for ln in reversed(lines) if ln.startswith("error: ")), "")[:300]
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.run(main))

@@ -36,7 +36,7 @@ import types
 
 import numpy as np
 
-from core import io
+from core import cli, io
 from scripts import bench, isolate
 
 TABLES = ("samsa", "sliceformer", "gfsa", "ssa", "grf")
@@ -782,8 +782,7 @@ def _plot_grf(result, path):
     ax.grid(alpha=0.3, which="both")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    io.save_figure(fig, path, dpi=100)
 
 
 # ------------------------------------------------------------------------------------------
@@ -837,7 +836,6 @@ SLOPE_TARGETS = {  # fitted 4k-32k log-log slope of forward+backward time (issue
 def summary(out: str) -> list[str]:
     """Every target of the issue with this machine's figure, from the written JSON files:
     the tables' targets and the slopes of `attention_scaling.json`."""
-    import json
     import pathlib
 
     lines = [
@@ -852,7 +850,7 @@ def summary(out: str) -> list[str]:
     ]
     scaling = pathlib.Path(out) / "attention_scaling.json"
     if scaling.exists():
-        result = json.loads(scaling.read_text())
+        result = io.read_json(scaling, what="benchmark record")
         lo, hi = result.get("slope_range") or (4096, 32768)
         sl = bench.slopes(result["records"], "forward_backward", lo, hi)
         for label, value in sl.items():
@@ -871,7 +869,7 @@ def summary(out: str) -> list[str]:
         path = pathlib.Path(out) / f"paper_{name}.json"
         if not path.exists():
             continue
-        for t in json.loads(path.read_text())["targets"]:
+        for t in io.read_json(path, what="benchmark record")["targets"]:
             met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
             lines.append(f"| {t['target']} | {_fmt(t['value'])} | {met} | `{path.name}` |")
     return lines
@@ -879,7 +877,7 @@ def summary(out: str) -> list[str]:
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = cli.ArgumentParser(prog="scripts.speed_tables", description=__doc__.split("\n")[0])
     parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=TABLES)
     parser.add_argument("--scale", default="full", choices=sorted(SCALES))
     parser.add_argument("--out", default="results/bench")
@@ -923,4 +921,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli.run(main))

@@ -16,17 +16,15 @@ Output is a pure function of the summaries: running it twice writes the same byt
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io as _io
-import json
 import math
 import pathlib
 import re
 import statistics
 import sys
 
-from core import io, paper_tables
+from core import cli, errors, io, paper_tables
 from scripts import reproduce
 
 PRESETS = ("paper", "cpu", "smoke")  # the first preset with runs is shown
@@ -78,20 +76,29 @@ def collect(table, runs_root) -> dict:
                 for base in bases:  # its own runs, then those of the same config elsewhere
                     for path in sorted(base.glob("seed*/summary.json")):
                         by_seed.setdefault(path.parent.name, path)
-            values, sources, devices, revisions = [], set(), set(), set()
+            values, sources, devices, revisions, failed = [], set(), set(), set(), 0
             for seed in sorted(by_seed, key=lambda s: int(s[4:]) if s[4:].isdigit() else 0):
-                s = json.loads(by_seed[seed].read_text())
-                v = _metric(s, "exact.value" if exact else cell.metric)
+                path = by_seed[seed]
+                try:
+                    s = io.read_json(path, what="run summary")
+                    v = _metric(s, "exact.value" if exact else cell.metric)
+                except (errors.DataError, AttributeError, TypeError, ValueError) as e:
+                    _warn(f"skipping {path}: {cli.one_line(e)}")
+                    continue
                 if v is None:
                     continue
-                values.append(v if exact else v * cell.scale)
+                if not math.isfinite(v):
+                    failed += 1  # a diverged run: shown as failed, never as a number
+                else:
+                    values.append(v if exact else v * cell.scale)
                 sources.add(s.get("data", {}).get("source", "unknown"))
                 devices.add(_device(s))
                 revisions.add(str(s.get("git_revision", "unknown"))[:7])
-            if values:
+            if values or failed:
                 out[(cell.row, cell.column)] = dict(
                     preset=preset,
                     values=values,
+                    failed=failed,
                     sources=sorted(sources),
                     devices=sorted(devices),
                     revisions=sorted(revisions),
@@ -99,7 +106,11 @@ def collect(table, runs_root) -> dict:
                 break
     for cell in table.cells:  # averages of other cells ("Avg" columns)
         parts = [out.get((cell.row, col)) for col in cell.mean_of]
-        if cell.mean_of and all(parts) and len({p["preset"] for p in parts}) == 1:
+        if (
+            cell.mean_of
+            and all(p and p["values"] for p in parts)
+            and len({p["preset"] for p in parts}) == 1
+        ):
             out[(cell.row, cell.column)] = dict(
                 preset=parts[0]["preset"],
                 values=[statistics.fmean(statistics.fmean(p["values"]) for p in parts)],
@@ -109,6 +120,10 @@ def collect(table, runs_root) -> dict:
                 mean_of=len(parts),
             )
     return out
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
 def _decimals(x: float | None) -> int:
@@ -133,12 +148,17 @@ def _ours(cell, entry) -> str:
     if entry is None:
         return ""
     vals = entry["values"]
+    failed = entry.get("failed", 0)
+    if not vals:
+        return f"failed (non-finite, {failed} run{'s' if failed > 1 else ''})" + _marks(entry)
     if entry["preset"] == EXACT:
         return f"{vals[0]:.4g}" + _marks(entry)
     places = _decimals(cell.paper)
     text = f"{statistics.fmean(vals):.{places}f}"
     if len(vals) > 1:
         text += f" ± {statistics.stdev(vals):.{places}f} (n={len(vals)})"
+    if failed:
+        text += f" ({failed} failed)"
     return text + _marks(entry)
 
 
@@ -239,6 +259,7 @@ def render(table, results: dict) -> tuple[str, str]:
                     ours_mean=statistics.fmean(vals) if vals else None,
                     ours_std=statistics.stdev(vals) if len(vals) > 1 else None,
                     seeds=len(vals),
+                    failed=entry.get("failed", 0) if entry else 0,
                     preset=entry["preset"] if entry else "",
                     data=",".join(entry["sources"]) if entry else "",
                     device=";".join(entry["devices"]) if entry else "",
@@ -329,6 +350,7 @@ def plot(table, results: dict, path) -> bool:
     table has too few of our numbers to plot. "scatter": ours against the paper's number per
     cell, with y = x; "lines": ours (and the paper's, where printed) over the rows, one panel
     per column."""
+    results = {k: e for k, e in results.items() if e["values"]}  # failed runs have no number
     import matplotlib
 
     matplotlib.use("Agg")
@@ -387,12 +409,7 @@ def plot(table, results: dict, path) -> bool:
         ax.set_title(f"{table.key}: ours vs paper", fontsize=10)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fig.savefig(tmp, dpi=110, format="png", metadata={"Software": None})
-    plt.close(fig)
-    tmp.replace(path)
+    io.save_figure(fig, path, dpi=110, metadata={"Software": None})
     return True
 
 
@@ -459,7 +476,7 @@ def update_readme(path, text: str) -> bool:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = cli.ArgumentParser(prog="scripts.tables", description=__doc__.split("\n")[0])
     parser.add_argument("--tables", nargs="*", default=None, help="default: every table")
     parser.add_argument(
         "--runs", nargs="+", default=list(RUNS), help="run roots, the first wins per seed"
@@ -469,6 +486,17 @@ def main(argv=None) -> int:
     parser.add_argument("--no-plots", action="store_true", help="skip the PNGs")
     parser.add_argument("--readme", default=None, help="refresh this README's table list")
     args = parser.parse_args(argv)
+    given = args.runs != list(RUNS)
+    missing = [r for r in args.runs if not pathlib.Path(r).is_dir()]
+    if (given and missing) or len(missing) == len(args.runs):
+        raise errors.DataError(
+            f"run folder(s) not found: {', '.join(missing)}; "
+            + (
+                "pass existing run roots to --runs"
+                if given
+                else "run from the repository root, or pass --runs"
+            )
+        )
     known = paper_tables.names()
     for key in args.tables or []:
         if key not in known:
@@ -496,4 +524,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.run(main))

@@ -4,35 +4,99 @@
     python -m scripts.train --config configs/lra/listops.py:preset=smoke,attn=softmax \
         --workdir runs/x --config.optimizer.lr=1e-3
 
-Re-running with the same workdir resumes from the latest checkpoint.
+`--config.<section>.<field>=<value>` (or `... <value>`) overrides one field; the final config is
+checked as a whole (`core.validate`) before anything is built. Re-running with the same workdir
+resumes from the latest checkpoint. A user error (bad config, missing data, unknown name, a
+workdir in use) prints one line and exits with status 2.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
+import time
 
-from absl import app, flags, logging
-from ml_collections import config_flags
+from core import cli, errors
+from core import config as config_lib
 
-_CONFIG = config_flags.DEFINE_config_file("config", None, "config file[:args]", lock_config=True)
-_WORKDIR = flags.DEFINE_string("workdir", None, "run directory (checkpoints, logs, summary)")
-flags.mark_flags_as_required(["config", "workdir"])
+# Set by scripts.reproduce: this process stops when that parent is gone (no orphans).
+PARENT_ENV = "ATTNBENCH_PARENT_PID"
+PREFIX = "--config."
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+def _parser() -> cli.ArgumentParser:
+    p = cli.ArgumentParser(
+        prog="scripts.train",
+        description=__doc__.split("\n")[0],
+        epilog="--config.<field>=<value> overrides a field of the config, e.g. "
+        "--config.optimizer.lr=1e-3",
+        allow_abbrev=False,
+    )
+    p.add_argument("--config", required=True, help="config file[:key=value,...]")
+    p.add_argument("--workdir", required=True, help="run directory (checkpoints, logs, summary)")
+    p.add_argument("--verbose", action="store_true", help="show library INFO logs (orbax saves)")
+    return p
+
+
+def parse(argv):
+    """`(args, overrides)`: the flags, and `{dotted field: raw text}` of `--config.X=V` /
+    `--config.X V` in command-line order."""
+    parser = _parser()
+    args, rest = parser.parse_known_args(argv)
+    overrides, i = {}, 0
+    while i < len(rest):
+        item = rest[i]
+        if not item.startswith(PREFIX):
+            parser.error(f"unrecognized argument {item!r}")
+        key, sep, value = item[len(PREFIX) :].partition("=")
+        if not sep:
+            if i + 1 >= len(rest):
+                parser.error(f"{item} needs a value ({item}=VALUE)")
+            value, i = rest[i + 1], i + 1
+        if not key:
+            parser.error(f"{item!r} names no field")
+        overrides[key] = value
+        i += 1
+    return args, overrides
+
+
+def _die_with_parent() -> None:
+    """Exits this process when the parent named by `$ATTNBENCH_PARENT_PID` is gone (the
+    Linux parent-death signal covers most cases; this covers the rest, within a second)."""
+    parent = int(os.environ.get(PARENT_ENV, "0") or 0)
+    if not parent:
+        return
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(143)
+
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
+
+
+def main(argv) -> int:
+    args, overrides = parse(argv)
+    _die_with_parent()
+    if not args.workdir.strip():
+        raise errors.WorkdirError("--workdir is empty; name a run directory, e.g. runs/x")
+    config = config_lib.load(args.config)
+    config_lib.override(config, overrides)
+
+    from absl import logging
+
     from core import train
 
-    if not flags.FLAGS["verbosity"].present:
+    if not args.verbose:
         logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
+    train.train_and_evaluate(config, args.workdir)
+    return 0
 
-    train.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
 
-
-def run():
+def run() -> None:
     """Console entry point (`attnbench-train`)."""
-    app.run(main, argv=sys.argv)
+    sys.exit(cli.run(main))
 
 
 if __name__ == "__main__":

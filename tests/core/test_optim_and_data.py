@@ -32,7 +32,7 @@ def test_lra_cosine_and_optax_warmup_cosine():
 
 
 def test_unknown_schedule_factor():
-    with pytest.raises(ValueError, match="unknown schedule factor"):
+    with pytest.raises(ValueError, match=r"config.schedule.name=.*unknown factor"):
         _sched("constant*rsqrt_decy")
 
 

@@ -12,7 +12,7 @@ import orbax.checkpoint as ocp
 import pytest
 
 from core import config as config_lib
-from core import train
+from core import errors, train
 from tests.conftest import ROOT
 
 SMOKE = "configs/lra/listops.py:preset=smoke"
@@ -106,6 +106,80 @@ def test_killed_run_resumes_to_identical_params_and_metrics(
     assert sa["metrics"] == sb["metrics"] and sa["best_step"] == sb["best_step"]
 
 
+def _truncate_largest_array_file(step_dir: pathlib.Path) -> None:
+    files = [p for p in (step_dir / "state").rglob("*") if p.is_file() and "/d/" in str(p)]
+    biggest = max(files, key=lambda p: p.stat().st_size)
+    biggest.write_bytes(biggest.read_bytes()[: biggest.stat().st_size // 2])
+
+
+def _truncate(path: pathlib.Path) -> None:
+    path.write_bytes(path.read_bytes()[: max(path.stat().st_size // 2, 1)])
+
+
+@pytest.fixture(scope="module")
+def sync_reference(tmp_path_factory):
+    """An uninterrupted smoke run with synchronous checkpoints, shared by the resume tests."""
+    ref = tmp_path_factory.mktemp("sync-reference") / "ref"
+    out = _run_cli(ref, "--config.async_checkpoints=False")
+    assert out.returncode == 0, out.stderr[-3000:]
+    return ref
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        _truncate_largest_array_file,  # a parameter array cut short
+        pytest.param(
+            lambda d: _truncate(d / "meta" / "metadata"),  # the trainer's JSON bookkeeping
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            lambda d: _truncate(d / "state" / "_METADATA"),  # orbax's tree metadata
+            marks=pytest.mark.slow,
+        ),
+    ],
+    ids=["array", "meta-json", "tree-metadata"],
+)
+def test_damaged_latest_checkpoint_falls_back_to_the_previous_step(
+    tmp_path, sync_reference, damage
+):
+    """Step 8 is damaged after the kill: the restart names it, keeps it aside, resumes from
+    step 4 and ends identical to an uninterrupted run."""
+    ref, resumed = sync_reference, tmp_path / "resumed"
+    flag = "--config.async_checkpoints=False"
+    killed = _run_cli(resumed, flag, env={"ATTNBENCH_KILL_AT_STEP": "9"})
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    latest = resumed / "checkpoints" / "latest"
+    assert sorted(int(p.name) for p in latest.iterdir() if p.name.isdigit()) == [4, 8]
+    damage(latest / "8")
+    done = _run_cli(resumed, flag)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "checkpoint step 8" in done.stderr and "is damaged" in done.stderr
+    assert "resumed from step 4" in done.stdout
+    assert (resumed / "checkpoints" / "damaged" / "latest-8").is_dir()  # kept, not deleted
+    for x, y in zip(
+        _leaves(_final_params(ref, 12)), _leaves(_final_params(resumed, 12)), strict=True
+    ):
+        np.testing.assert_array_equal(x, y)
+    sa = json.loads((ref / "summary.json").read_text())
+    sb = json.loads((resumed / "summary.json").read_text())
+    assert sa["metrics"] == sb["metrics"] and sa["best_step"] == sb["best_step"]
+    assert _records(ref, "val") == _records(resumed, "val")
+
+
+def test_no_intact_checkpoint_is_one_clear_error(tmp_path):
+    w = tmp_path / "w"
+    flag = "--config.async_checkpoints=False"
+    killed = _run_cli(w, flag, env={"ATTNBENCH_KILL_AT_STEP": "5"})
+    assert killed.returncode == -9
+    _truncate(w / "checkpoints" / "latest" / "4" / "meta" / "metadata")
+    out = _run_cli(w, flag)
+    assert out.returncode == 2, out.stderr[-3000:]
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no intact checkpoint" in lines[0] and "step 4" in lines[0]
+    assert (w / "checkpoints" / "latest" / "4").is_dir()  # nothing moved when nothing is intact
+
+
 def _leaves(tree):
     if isinstance(tree, dict):
         return [leaf for k in sorted(tree) for leaf in _leaves(tree[k])]
@@ -151,6 +225,19 @@ def test_non_finite_loss_stops_with_the_step_and_keeps_last_good_checkpoint(tmp_
     assert not (tmp_path / "summary.json").exists()
 
 
+def test_non_finite_loss_before_any_checkpoint_says_so(tmp_path):
+    config = config_lib.load(SMOKE)
+    with config.unlocked():
+        config.optimizer.lr = 1e30
+        config.eval_every = 12  # the only checkpoint would be the last step
+        config.log_every = 1
+    with pytest.raises(train.NonFiniteLossError, match="no checkpoint was saved before it"):
+        train.train_and_evaluate(config, tmp_path)
+    assert not (tmp_path / "checkpoints" / "latest").exists() or not any(
+        p.name.isdigit() for p in (tmp_path / "checkpoints" / "latest").iterdir()
+    )
+
+
 def test_workdir_with_a_different_config_is_refused(tmp_path):
     config = config_lib.load(SMOKE)
     train.train_and_evaluate(config, tmp_path / "run")
@@ -158,7 +245,7 @@ def test_workdir_with_a_different_config_is_refused(tmp_path):
     other = config_lib.load(SMOKE)
     with other.unlocked():
         other.seed = 1
-    with pytest.raises(ValueError, match="different config"):
+    with pytest.raises(errors.WorkdirError, match="different config"):
         train.train_and_evaluate(other, tmp_path / "run")
 
 

@@ -2,10 +2,17 @@
 run."""
 
 import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
 from scripts import reproduce
+from tests.conftest import ROOT
 
 
 def test_runs_one_cell_then_skips_it_and_lists_cells_it_cannot_run(tmp_path, capsys):
@@ -54,3 +61,60 @@ def test_a_run_shared_by_two_tables_is_found_from_either(tmp_path):
     (d / "summary.json").write_text("{}")
     assert reproduce.finished(tmp_path, t2.key, "cpu", c2, 0) == d / "summary.json"
     assert reproduce.finished(tmp_path, t2.key, "cpu", c2, 1) is None
+
+
+def _trainers(root) -> list[int]:
+    """Pids of live `scripts.train` processes writing under `root` (from /proc)."""
+    pids = []
+    for proc in pathlib.Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().split(") ")[-1][:1]
+        except OSError:
+            continue
+        text = b" ".join(cmd).decode(errors="replace")
+        if "scripts.train" in text and str(root) in text and state != "Z":
+            pids.append(int(proc.name))
+    return pids
+
+
+def _wait_for(predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/cmdline").exists(), reason="needs /proc")
+def test_interrupted_or_killed_reproduce_leaves_no_process_behind(tmp_path):
+    """SIGINT cancels the queue and stops the running cell; SIGKILL of reproduce takes its
+    training child with it, so a restart finds no orphan on its workdir."""
+    cmd = [sys.executable, "-m", "scripts.reproduce", "samsa.table1", "--preset", "smoke"]
+    cmd += ["--cells", "listops", "--runs", str(tmp_path)]
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+
+    # kill -9 of reproduce: the child goes with it
+    parent = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    assert _wait_for(lambda: _trainers(tmp_path), 120), "no training child started"
+    parent.kill()
+    parent.wait()
+    assert _wait_for(lambda: not _trainers(tmp_path), 10), "orphaned trainer"
+
+    # Ctrl-C: the running cell is stopped and no queued cell starts
+    parent = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert _wait_for(lambda: _trainers(tmp_path), 120), "no training child started"
+    started = len(list(tmp_path.rglob("reproduce.log")))
+    parent.send_signal(signal.SIGINT)
+    out, err = parent.communicate(timeout=60)
+    assert parent.returncode == 128 + signal.SIGINT, err[-2000:]
+    assert "SIGINT: stopped 1 running and 6 queued run(s)" in err
+    assert not _trainers(tmp_path)
+    assert len(list(tmp_path.rglob("reproduce.log"))) == started
