@@ -1,73 +1,157 @@
-"""Input pipelines (grain) over in-memory splits.
+"""Input pipelines (grain) over random-access sources, in memory or read lazily.
+
+A source is anything with `len(source)` and `source[i] -> {name: np.ndarray}` (grain's
+random-access protocol): `core.tasks.Split` holds in-memory arrays and also gathers a whole
+batch with one vectorised index; a domain's lazy reader (JPEG folders, molecule files) decodes
+one example per `__getitem__`.
 
 Training: a global shuffle with a fresh permutation every epoch (grain `shuffle().repeat()`),
-sharded by process, batched, gathered with one vectorised index per batch. The iterator's state
-(`{"next_index": k}`) goes into every checkpoint, so a resumed run sees the same batches.
-Evaluation: every example exactly once, in order; the last batch is padded with weight-0
-examples (LRA dropped it, so its reported counts were short).
+batched, each process taking its slice of every global batch. Optional per-example
+`transform(example, rng)` (augmentation, resampling) gets a numpy Generator seeded by
+`(seed, position)`, the example's position in the endless shuffled stream: a new draw every
+epoch, and the same draw when a resumed run reaches the same position. Optional
+`collate(examples) -> batch` pads variable-size examples (graphs, point sets) into a few
+bucketed shapes (`pad_to_bucket`), so jit compiles a bounded number of times; the default
+stacks. The iterator's state (grain's, `{"next_index": k}`) goes into every checkpoint, so a
+resumed run sees the same batches. `workers > 0` decodes in that many worker processes (grain
+`mp_prefetch`); 0 uses one prefetch thread.
+
+Evaluation: every example exactly once, in order; the last batch is padded with weight-0 copies
+of the split's first example (LRA dropped it, so its reported counts were short). Each process
+reads its own slice of every global batch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import grain
 import numpy as np
 
-from core import tasks
+__all__ = ["train_iterator", "eval_batches", "stack", "pad_to_bucket", "example_rng"]
 
-__all__ = ["train_iterator", "eval_batches"]
+Example = Mapping[str, np.ndarray]
+Transform = Callable[[dict, np.random.Generator], dict]
+Collate = Callable[[list], dict]
 
 
-class _Gather:
-    """Batch of indices -> dict of arrays (picklable, for grain worker threads)."""
+def example_rng(seed: int, position: int) -> np.random.Generator:
+    """The Generator of the example at `position` of a stream seeded with `seed`."""
+    return np.random.default_rng([int(seed) & 0xFFFFFFFF, int(position)])
 
-    def __init__(self, arrays):
-        self.arrays = arrays
 
-    def __call__(self, idx):
-        out = {k: v[idx] for k, v in self.arrays.items()}
-        out["weight"] = np.ones(len(idx), np.float32)
-        return out
+def stack(examples: Sequence[Example]) -> dict:
+    """The default collate: stacks each field (examples of one shape)."""
+    return {k: np.stack([e[k] for e in examples]) for k in examples[0]}
+
+
+def pad_to_bucket(n: int, buckets: Sequence[int]) -> int:
+    """The smallest bucket >= n (buckets ascending); n above the largest is an error."""
+    for b in buckets:
+        if n <= b:
+            return int(b)
+    raise ValueError(f"size {n} exceeds the largest bucket {buckets[-1]}")
+
+
+def _load(source, idx, positions, seed, transform, collate) -> dict:
+    if transform is None and collate is None and hasattr(source, "gather"):
+        batch = source.gather(idx)  # in-memory arrays: one vectorised index per field
+    else:
+        examples = [dict(source[int(i)]) for i in idx]
+        if transform is not None:
+            examples = [
+                transform(e, example_rng(seed, p)) for e, p in zip(examples, positions, strict=True)
+            ]
+        batch = (collate or stack)(examples)
+    batch = dict(batch)
+    if "weight" not in batch:
+        batch["weight"] = np.ones(len(idx), np.float32)
+    return batch
+
+
+class _Loader:
+    """`(batch index, global batch of example indices)` -> this process's batch; picklable, for
+    grain worker processes."""
+
+    def __init__(self, source, *, batch_size, local, process_index, seed, transform, collate):
+        self.source, self.batch_size, self.local = source, batch_size, local
+        self.process_index, self.seed = process_index, seed
+        self.transform, self.collate = transform, collate
+
+    def __call__(self, batch_index: int, idx: np.ndarray) -> dict:
+        lo = self.process_index * self.local
+        positions = batch_index * self.batch_size + lo + np.arange(self.local)
+        return _load(
+            self.source,
+            idx[lo : lo + self.local],
+            positions,
+            self.seed,
+            self.transform,
+            self.collate,
+        )
 
 
 def train_iterator(
-    split: tasks.Split,
+    source,
     *,
     batch_size: int,
     seed: int,
     process_index: int = 0,
     process_count: int = 1,
+    transform: Transform | None = None,
+    collate: Collate | None = None,
+    workers: int = 0,
     prefetch: int = 4,
 ) -> grain.DatasetIterator:
-    """An endless iterator of this process's share of each global batch of `batch_size`."""
+    """An endless, checkpointable iterator of this process's share of each global batch of
+    `batch_size` examples of `source`."""
     if batch_size % process_count:
         raise ValueError(f"batch_size {batch_size} is not divisible by {process_count} processes")
-    if len(split) < batch_size:
-        raise ValueError(
-            f"the train split has {len(split)} examples, fewer than one batch ({batch_size})"
-        )
+    n = len(source)
+    if n < batch_size:
+        raise ValueError(f"the train split has {n} examples, fewer than one batch ({batch_size})")
     local = batch_size // process_count
-    ds = grain.MapDataset.range(len(split)).shuffle(seed=seed).repeat()
-    ds = ds.batch(batch_size, drop_remainder=True)
-    ds = ds.map(lambda idx: idx[process_index * local : (process_index + 1) * local])
-    ds = ds.map(_Gather(split.arrays))
+    ds = grain.MapDataset.range(n).shuffle(seed=seed).repeat()
+    ds = ds.batch(batch_size, drop_remainder=True)  # batch b: stream positions b*B .. b*B+B-1
+    ds = ds.map_with_index(
+        _Loader(
+            source,
+            batch_size=batch_size,
+            local=local,
+            process_index=process_index,
+            seed=seed,
+            transform=transform,
+            collate=collate,
+        )
+    )
+    if workers > 0:
+        from absl import flags
+
+        if not flags.FLAGS.is_parsed():  # grain's workers read absl flags; we parse none
+            flags.FLAGS.mark_as_parsed()
+        it = ds.to_iter_dataset(grain.ReadOptions(num_threads=0, prefetch_buffer_size=0))
+        it = it.mp_prefetch(grain.MultiprocessingOptions(num_workers=workers))
+        return iter(it)
     options = grain.ReadOptions(num_threads=1 if prefetch else 0, prefetch_buffer_size=prefetch)
     return iter(ds.to_iter_dataset(options))
 
 
 def eval_batches(
-    split: tasks.Split, *, batch_size: int, process_index: int = 0, process_count: int = 1
+    source,
+    *,
+    batch_size: int,
+    process_index: int = 0,
+    process_count: int = 1,
+    collate: Collate | None = None,
 ) -> Iterator[dict]:
     """Yields this process's share of padded global batches covering every example once."""
-    n = len(split)
+    n = len(source)
     local = batch_size // process_count
-    gather = _Gather(split.arrays)
     for start in range(0, n, batch_size):
         idx = np.arange(start, start + batch_size)
         weight = (idx < n).astype(np.float32)
         idx = np.where(idx < n, idx, 0)
         sl = slice(process_index * local, (process_index + 1) * local)
-        batch = gather(idx[sl])
-        batch["weight"] = weight[sl]
+        batch = _load(source, idx[sl], idx[sl], 0, None, collate)
+        batch["weight"] = batch["weight"] * weight[sl]
         yield batch

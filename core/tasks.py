@@ -46,23 +46,39 @@ class Split:
     def __len__(self) -> int:
         return len(next(iter(self.arrays.values())))
 
+    def __getitem__(self, i: int) -> dict[str, np.ndarray]:
+        """Example `i` (grain's random-access protocol)."""
+        return {k: v[i] for k, v in self.arrays.items()}
+
+    def gather(self, idx: np.ndarray) -> dict[str, np.ndarray]:
+        """The examples `idx` as a batch, one vectorised index per field."""
+        return {k: v[idx] for k, v in self.arrays.items()}
+
 
 @dataclasses.dataclass(frozen=True)
 class Data:
     """A task's data.
 
     Attributes:
-      train, val, test: the splits.
+      train, val, test: the splits: `Split`s (in-memory arrays) or any random-access source
+        (`len(source)`, `source[i] -> {name: array}`) that reads examples lazily.
       source: "official" (the paper's data), "generated" (the benchmark's own generator, e.g.
         ListOps), or "standin" (an offline substitute). Reported in every summary and table.
       description: where the data came from (paths, generator parameters), for the summary.
+      transform: optional `transform(example, rng) -> example` applied to training examples
+        (augmentation, resampling); `rng` is a numpy Generator derived from the run's seed and
+        the example's position in the training stream (`core.data.example_rng`).
+      collate: optional `collate(examples) -> batch` (padding variable-size examples into a few
+        bucketed shapes); the default stacks. Used for every split.
     """
 
-    train: Split
-    val: Split
-    test: Split
+    train: Any
+    val: Any
+    test: Any
     source: str
     description: Mapping[str, Any]
+    transform: Callable[[dict, np.random.Generator], dict] | None = None
+    collate: Callable[[list], dict] | None = None
 
 
 class Task(Protocol):

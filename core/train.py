@@ -61,8 +61,9 @@ def _reduce(sums: dict) -> dict:
     return {k: float(s) / max(float(c), 1.0) for k, (s, c) in sums.items()}
 
 
-def _majority_rate(split: tasks.Split) -> float | None:
-    labels = split.arrays.get("label")
+def _majority_rate(split) -> float | None:
+    """The most frequent label's share, for in-memory splits with integer labels."""
+    labels = getattr(split, "arrays", {}).get("label")
     if labels is None or labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
         return None
     return float(np.bincount(labels).max() / len(labels))
@@ -148,6 +149,9 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float) -> dict:
         seed=config.seed,
         process_index=pid,
         process_count=nproc,
+        transform=ds.transform,
+        collate=ds.collate,
+        workers=config.data_workers,
     )
 
     # ---- model and optimizer ---------------------------------------------------------------
@@ -177,10 +181,14 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float) -> dict:
     )
 
     # ---- evaluation --------------------------------------------------------------------------
-    def evaluate(params, split: tasks.Split) -> dict:
+    def evaluate(params, split) -> dict:
         totals = None
         for batch in data.eval_batches(
-            split, batch_size=config.eval_batch_size, process_index=pid, process_count=nproc
+            split,
+            batch_size=config.eval_batch_size,
+            process_index=pid,
+            process_count=nproc,
+            collate=ds.collate,
         ):
             sums = eval_step(params, state["buffers"], to_device(batch))
             totals = sums if totals is None else jax.tree.map(jnp.add, totals, sums)

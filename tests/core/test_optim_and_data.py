@@ -72,3 +72,85 @@ def test_eval_batches_cover_every_example_once_with_padding_weights():
     xs = np.concatenate([b["x"] for b in batches])[weights > 0]
     np.testing.assert_array_equal(xs, np.arange(23) * 10)
     assert weights.sum() == 23 and len(weights) == 30
+
+
+# ---- lazy sources, per-example transforms and collate (tests/toy/task.py: variable-size sets)
+
+
+def _toy(n=40, seed=0):
+    from tests.toy import task as toy
+
+    return toy, toy.Sets(n, seed)
+
+
+def _toy_iter(sets, toy, **kw):
+    kw = {"batch_size": 8, "seed": 3, "transform": toy.permute, "collate": toy.collate, **kw}
+    return data.train_iterator(sets, **kw)
+
+
+def test_transform_draws_per_stream_position_and_resume_replays_it():
+    toy, sets = _toy()
+    it = _toy_iter(sets, toy)
+    first = [next(it) for _ in range(12)]  # 96 positions: more than two epochs of 40
+    # every set appears as a permutation of itself; across epochs the draws differ
+    seen: dict = {}
+    order = data.train_iterator(tasks.Split({"i": np.arange(40)}), batch_size=8, seed=3)
+    for b in first:
+        ids = next(order)["i"]
+        for row, i in enumerate(ids):
+            got = b["tokens"][row][b["tokens"][row] != 0]
+            np.testing.assert_array_equal(np.sort(got), np.sort(sets[i]["tokens"]))
+            seen.setdefault(int(i), []).append(tuple(got))
+    assert any(len(set(v)) > 1 for v in seen.values() if len(v) > 1)
+    # resuming from a saved state gives the same batches, transforms included
+    again = _toy_iter(sets, toy)
+    for _ in range(5):
+        next(again)
+    state = again.get_state()
+    resumed = _toy_iter(sets, toy)
+    resumed.set_state(state)
+    for b in first[5:]:
+        r = next(resumed)
+        for k in b:
+            np.testing.assert_array_equal(r[k], b[k])
+
+
+def test_collate_pads_to_a_bounded_set_of_shapes():
+    toy, sets = _toy(200)
+    it = _toy_iter(sets, toy)
+    shapes = {next(it)["tokens"].shape for _ in range(50)}
+    assert shapes <= {(8, b) for b in toy.BUCKETS}
+    with pytest.raises(ValueError, match="exceeds the largest bucket 24"):
+        data.pad_to_bucket(25, toy.BUCKETS)
+
+
+def test_processes_split_each_batch_and_transforms_agree_with_one_process():
+    toy, sets = _toy()
+    parts = [
+        _toy_iter(sets, toy, collate=toy.collate, process_index=i, process_count=2)
+        for i in range(2)
+    ]
+    full = _toy_iter(sets, toy)
+    for _ in range(3):
+        a, b, w = next(parts[0]), next(parts[1]), next(full)
+        for ex_a, ex_w in zip(list(a["tokens"]) + list(b["tokens"]), w["tokens"], strict=True):
+            np.testing.assert_array_equal(ex_a[ex_a != 0], ex_w[ex_w != 0])
+
+
+def test_eval_batches_with_collate_count_every_example_once():
+    toy, sets = _toy(37)
+    batches = list(data.eval_batches(sets, batch_size=16, collate=toy.collate))
+    weights = np.concatenate([b["weight"] for b in batches])
+    assert weights.sum() == 37 and len(weights) == 48
+    labels = np.concatenate([b["label"] for b in batches])[weights > 0]
+    np.testing.assert_array_equal(labels, [sets[i]["label"] for i in range(37)])
+
+
+def test_worker_processes_give_the_same_batches():
+    toy, sets = _toy()
+    threads = _toy_iter(sets, toy)
+    workers = _toy_iter(sets, toy, workers=2)
+    for _ in range(6):
+        a, b = next(threads), next(workers)
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])

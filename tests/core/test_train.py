@@ -18,7 +18,10 @@ from tests.conftest import ROOT
 SMOKE = "configs/lra/listops.py:preset=smoke"
 
 
-def _run_cli(workdir, *extra, env=None, devices=1):
+TOY = "tests/toy/config.py"  # variable-size sets: a transform and a collate in the data path
+
+
+def _run_cli(workdir, *extra, env=None, devices=1, config=SMOKE):
     env = dict(os.environ, **(env or {}))
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
     env["JAX_PLATFORMS"] = "cpu"
@@ -26,7 +29,7 @@ def _run_cli(workdir, *extra, env=None, devices=1):
         sys.executable,
         "-m",
         "scripts.train",
-        f"--config={SMOKE}",
+        f"--config={config}",
         f"--workdir={workdir}",
         *extra,
     ]
@@ -178,6 +181,35 @@ def test_no_intact_checkpoint_is_one_clear_error(tmp_path):
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "no intact checkpoint" in lines[0] and "step 4" in lines[0]
     assert (w / "checkpoints" / "latest" / "4").is_dir()  # nothing moved when nothing is intact
+
+
+def test_toy_sets_resume_and_devices_through_transform_and_collate(tmp_path):
+    """The new data path (per-example transform, bucketed collate) keeps the trainer's promises:
+    a killed run resumes to identical params and metrics, and 4 devices give 1 device's losses."""
+    ref, resumed, four = tmp_path / "ref", tmp_path / "resumed", tmp_path / "four"
+    flag = "--config.async_checkpoints=False"
+    assert _run_cli(ref, flag, config=TOY).returncode == 0
+    killed = _run_cli(resumed, flag, config=TOY, env={"ATTNBENCH_KILL_AT_STEP": "6"})
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    done = _run_cli(resumed, flag, config=TOY)
+    assert done.returncode == 0 and "resumed from step 4" in done.stdout, done.stderr[-3000:]
+    for x, y in zip(
+        _leaves(_final_params(ref, 12)), _leaves(_final_params(resumed, 12)), strict=True
+    ):
+        np.testing.assert_array_equal(x, y)
+    ref_train = _records(ref, "train")
+    assert ref_train == _strip_rates(_records(resumed, "train"), ref_train)
+    assert _records(ref, "val") == _records(resumed, "val")
+    out = _run_cli(four, flag, config=TOY, devices=4)
+    assert out.returncode == 0, out.stderr[-3000:]
+    np.testing.assert_allclose(
+        [r["loss"] for r in _records(four, "train")], [r["loss"] for r in ref_train], rtol=1e-4
+    )
+    np.testing.assert_allclose(
+        [r["loss"] for r in _records(four, "val")],
+        [r["loss"] for r in _records(ref, "val")],
+        rtol=1e-4,
+    )
 
 
 def _leaves(tree):
