@@ -25,6 +25,9 @@ def trainer_config() -> ml_collections.ConfigDict:
     c.multihost = False  # call jax.distributed.initialize() (multi-host TPU/GPU)
     c.async_checkpoints = True  # orbax async saves (atomic either way)
     c.data_workers = 0  # input worker processes for heavy decoding (0: one prefetch thread)
+    # Evaluators by name (core/evaluators.py), e.g. {"cls": {"type": "classification"}};
+    # empty: the task's own (sum, count) metrics.
+    c.evals = ml_collections.ConfigDict()
     c.dense_finetune_fraction = 0.0  # SSA "+FT": last fraction of steps with dense attention
     c.optimizer = ml_collections.ConfigDict()
     c.optimizer.name = "adamw"  # AdamW, decoupled weight decay scaled by the lr

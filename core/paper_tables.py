@@ -17,7 +17,7 @@ import dataclasses
 import importlib
 import re
 
-from core import errors
+from core import errors, evaluators
 
 __all__ = [
     "Cell",
@@ -32,7 +32,9 @@ __all__ = [
 ]
 
 SPLITS = ("val_last", "val_best", "test_last", "test_best")  # summary["metrics"] sections
-METRICS = ("accuracy", "loss")  # what the registered tasks report in each section
+# What the trainer reports in each section: the tasks' own (accuracy, loss) and the metrics of
+# the evaluators in core/evaluators.py.
+METRICS = evaluators.METRICS
 
 
 class TableError(errors.UserError, ValueError):

@@ -23,7 +23,19 @@ from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from core import checkpoint, data, errors, io, layers, optim, plots, tasks, validate, workdir_lock
+from core import (
+    checkpoint,
+    data,
+    errors,
+    evaluators,
+    io,
+    layers,
+    optim,
+    plots,
+    tasks,
+    validate,
+    workdir_lock,
+)
 
 __all__ = [
     "train_and_evaluate",
@@ -176,13 +188,17 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float) -> dict:
     _truncate_metrics(workdir / "metrics.jsonl", start_step)
 
     # ---- jitted steps ----------------------------------------------------------------------
+    use_evaluators = bool(config.get("evals"))
     train_step, eval_step = make_steps(
-        task, graphdef, optimizer, schedule, config.seed, state, mesh
+        task, graphdef, optimizer, schedule, config.seed, state, mesh, outputs=use_evaluators
     )
 
     # ---- evaluation --------------------------------------------------------------------------
-    def evaluate(params, split) -> dict:
+    def evaluate(params, name: str) -> dict:
+        """Metrics of split `name`: the task's (sum, count) pairs, or `config.evals`."""
+        split = getattr(ds, name)
         totals = None
+        evals = evaluators.build(config.evals, name) if use_evaluators else []
         for batch in data.eval_batches(
             split,
             batch_size=config.eval_batch_size,
@@ -190,9 +206,19 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float) -> dict:
             process_count=nproc,
             collate=ds.collate,
         ):
-            sums = eval_step(params, state["buffers"], to_device(batch))
-            totals = sums if totals is None else jax.tree.map(jnp.add, totals, sums)
-        out = _reduce(jax.device_get(totals))
+            result = eval_step(params, state["buffers"], to_device(batch))
+            if use_evaluators:
+                outputs, batch = _host(result), _host(batch)
+                for ev in evals:
+                    ev.update(outputs, batch)
+            else:
+                totals = result if totals is None else jax.tree.map(jnp.add, totals, result)
+        out = {}
+        if use_evaluators:
+            for ev in evals:
+                out.update(ev.result())
+        else:
+            out = _reduce(jax.device_get(totals))
         out["num_examples"] = len(split)
         return out
 
@@ -258,7 +284,7 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float) -> dict:
 
     def eval_and_checkpoint() -> None:
         nonlocal last_saved
-        val = evaluate(state["params"], ds.val)
+        val = evaluate(state["params"], "val")
         if config.best_metric not in val:
             known = ", ".join(k for k in val if k != "num_examples")
             raise errors.ConfigError(
@@ -317,9 +343,9 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float) -> dict:
     metrics_file.close()
 
     # ---- final summary ---------------------------------------------------------------------
-    test_last = evaluate(state["params"], ds.test)
+    test_last = evaluate(state["params"], "test")
     best_step, best_params = ckpts.restore_best_params(checkpoint.abstract(state["params"]))
-    test_best = evaluate(best_params, ds.test)
+    test_best = evaluate(best_params, "test")
     val_last = meta["val_history"][-1]
     val_best = next(v for v in meta["val_history"] if v["step"] == best_step)
     ckpts.close()
@@ -387,9 +413,10 @@ def init_state(task, config, sharding):
     return graphdef, jax.device_put(state, sharding), optimizer, schedule
 
 
-def make_steps(task, graphdef, optimizer, schedule, seed: int, state, mesh):
+def make_steps(task, graphdef, optimizer, schedule, seed: int, state, mesh, *, outputs=False):
     """The jitted `train_step(state, batch, dense_attention) -> (state, metrics)` and
-    `eval_step(params, buffers, batch) -> metric sums`; batches are sharded over the mesh's
+    `eval_step(params, buffers, batch) -> metric sums` (with `outputs`, the task's
+    `eval_outputs(model, batch)` for `core.evaluators` instead); batches are sharded over the mesh's
     `data` axis, the state is replicated. Dropout keys are `fold_in(key(seed), step)`: no RNG
     state. `dense_attention` (a static bool) True passes `subsample=False` to mechanisms that
     declare it: SSA's dense fine-tuning phase."""
@@ -420,9 +447,12 @@ def make_steps(task, graphdef, optimizer, schedule, seed: int, state, mesh):
 
     def eval_step(params, buffers, batch):
         model = nnx.merge(graphdef, params, buffers)
+        if outputs:
+            return task.eval_outputs(model, batch)
         return task.loss_and_metrics(model, batch, train=False, key=None)[1]
 
     replicated = NamedSharding(mesh, P())
+    eval_sharding = NamedSharding(mesh, P("data")) if outputs else replicated
     state_sharding = jax.tree.map(lambda _: replicated, state)
     train_step = jax.jit(
         train_step,
@@ -431,7 +461,7 @@ def make_steps(task, graphdef, optimizer, schedule, seed: int, state, mesh):
         donate_argnums=0,
         static_argnums=2,
     )
-    return train_step, jax.jit(eval_step, out_shardings=replicated)
+    return train_step, jax.jit(eval_step, out_shardings=eval_sharding)
 
 
 def make_mesh():
@@ -450,6 +480,16 @@ def _command() -> str:
     else:
         head = main.name
     return " ".join([head, *sys.argv[1:]])
+
+
+def _host(tree):
+    """A pytree of (global) arrays as numpy on this host: every process gets the whole batch
+    (evaluators such as average precision need every example)."""
+    if jax.process_count() == 1:
+        return jax.device_get(tree)
+    from jax.experimental import multihost_utils
+
+    return multihost_utils.process_allgather(tree, tiled=True)
 
 
 def _strip(record: dict) -> dict:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import ml_collections
 
 import attention
-from core import errors
+from core import errors, evaluators
 
 __all__ = ["check", "problems", "attention_length"]
 
@@ -149,7 +149,14 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
         n = attention_length(c, task)
         for problem in attention.check(att.name, hparams, num_tokens=n):
             out.append(f"config.attention ({problem})")
-    names = getattr(task, "metric_names", None)
+    evals = c.get("evals")
+    if evals:
+        try:
+            for split in evaluators.SPLITS:
+                evaluators.build(evals, split)
+        except errors.UserError as e:
+            out.append(str(e))
+    names = None if evals else getattr(task, "metric_names", None)
     if names is not None and c.get("best_metric") not in names:
         out.append(
             f"config.best_metric={c.get('best_metric')!r}: not a validation metric of "

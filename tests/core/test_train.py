@@ -200,6 +200,13 @@ def test_toy_sets_resume_and_devices_through_transform_and_collate(tmp_path):
     ref_train = _records(ref, "train")
     assert ref_train == _strip_rates(_records(resumed, "train"), ref_train)
     assert _records(ref, "val") == _records(resumed, "val")
+    # two evaluators by name (config.evals): classification and de-normalised regression
+    s = json.loads((ref / "summary.json").read_text())
+    for section in ("val_last", "val_best", "test_last", "test_best"):
+        m = s["metrics"][section]
+        assert {"accuracy", "top2_accuracy", "mean_class_accuracy", "loss", "mae"} <= set(m)
+        assert m["num_examples"] == 50 and 0 <= m["accuracy"] <= m["top2_accuracy"] <= 1
+        assert 0 < m["mae"] < 22  # in set-size units: de-normalised
     out = _run_cli(four, flag, config=TOY, devices=4)
     assert out.returncode == 0, out.stderr[-3000:]
     np.testing.assert_allclose(

@@ -23,4 +23,10 @@ def get_config(arg=None):
         {"num_layers": 1, "dim": 32, "qkv_dim": 32, "num_heads": 4, "mlp_dim": 64, "dropout": 0.1}
     )
     c.attention = common.attention_config("softmax")
+    c.evals = ml_collections.ConfigDict(
+        {
+            "kind": {"type": "classification", "top_k": (2,)},
+            "size": {"type": "regression", "mean": task.SIZE_MEAN, "std": task.SIZE_STD},
+        }
+    )
     return c

@@ -1,11 +1,14 @@
-"""`toy.sets`: which of three token kinds is most frequent in a set of 3-24 tokens?
+"""`toy.sets`: which of three token kinds is most frequent in a set of 3-24 tokens, and how
+large is the set?
 
 A test task outside LRA whose examples have different sizes, so it exercises the data path that
 graph and point-cloud domains need: a per-example `transform` (a random permutation of the set,
 which keeps the label, drawn from the stream's per-example Generator) and a `collate` that pads
 each batch to the smallest of a few bucket lengths (8, 16, 24: jit compiles at most three train
 shapes). Examples are generated from the config's seed; the model is the shared pre-LN encoder
-with mean pooling over real tokens.
+with mean pooling over real tokens and two heads: the majority kind (cross-entropy) and the set
+size, stored normalised as ZINC's targets are (squared error), so the `classification` and
+`regression` evaluators (MAE de-normalised with SIZE_MEAN / SIZE_STD) both run.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from core import data, layers, tasks
 
 BUCKETS = (8, 16, 24)
 KINDS = 3
+SIZE_MEAN, SIZE_STD = 13.5, 6.34  # of sizes uniform in 3..24
 
 
 class Sets:
@@ -33,7 +37,12 @@ class Sets:
         return len(self.tokens)
 
     def __getitem__(self, i: int) -> dict:
-        return {"tokens": self.tokens[i], "label": np.int32(self.labels[i])}
+        size = (len(self.tokens[i]) - SIZE_MEAN) / SIZE_STD
+        return {
+            "tokens": self.tokens[i],
+            "label": np.int32(self.labels[i]),
+            "target": np.float32(size),
+        }
 
 
 def permute(example: dict, rng: np.random.Generator) -> dict:
@@ -47,7 +56,11 @@ def collate(examples: list) -> dict:
     tokens = np.zeros((len(examples), length), np.int32)
     for row, e in enumerate(examples):
         tokens[row, : len(e["tokens"])] = e["tokens"]
-    return {"tokens": tokens, "label": np.array([e["label"] for e in examples], np.int32)}
+    return {
+        "tokens": tokens,
+        "label": np.array([e["label"] for e in examples], np.int32),
+        "target": np.array([e["target"] for e in examples], np.float32),
+    }
 
 
 class Model(nnx.Module):
@@ -67,11 +80,14 @@ class Model(nnx.Module):
             rngs=rngs,
         )
         self.head = nnx.Linear(m.dim, KINDS, rngs=rngs)
+        self.size = nnx.Linear(m.dim, 1, rngs=rngs)
 
     def __call__(self, tokens, *, train=False, key=None):
+        """`(logits [B, KINDS], normalised size [B])`."""
         mask = tokens != 0
         x = self.encoder(self.embed(tokens), mask=mask, train=train, key=key)
-        return self.head(layers.pool(x, mask, "mean"))
+        pooled = layers.pool(x, mask, "sum") / BUCKETS[-1]  # a sum: the size is visible
+        return self.head(pooled), self.size(pooled)[:, 0]
 
 
 @tasks.register("toy.sets")
@@ -96,5 +112,13 @@ class ToySets:
         return Model(config, rngs)
 
     def loss_and_metrics(self, model, batch, *, train: bool, key):
-        logits = model(jnp.asarray(batch["tokens"]), train=train, key=key)
-        return tasks.classification_loss(logits, batch["label"], batch["weight"])
+        logits, size = model(jnp.asarray(batch["tokens"]), train=train, key=key)
+        loss, metrics = tasks.classification_loss(logits, batch["label"], batch["weight"])
+        w = batch["weight"].astype(jnp.float32)
+        sq = (size - batch["target"]) ** 2 * w
+        return loss + sq.sum() / jnp.maximum(w.sum(), 1.0), metrics
+
+    def eval_outputs(self, model, batch):
+        """Per-example outputs for `config.evals` (core/evaluators.py)."""
+        logits, size = model(jnp.asarray(batch["tokens"]), train=False)
+        return {"logits": logits, "prediction": size}

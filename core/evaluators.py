@@ -1,0 +1,306 @@
+"""Evaluators found by name (big_vision style): `config.evals` names them, the trainer feeds them.
+
+    config.evals.cls = ml_collections.ConfigDict({"type": "classification", "top_k": (5,)})
+    config.evals.size = ml_collections.ConfigDict({"type": "regression", "std": 2.0, ...})
+
+Each entry is `{"type": <registered name>, "splits": ("val", "test"), **options}`. For a task
+with `eval_outputs(model, batch) -> {name: per-example array}` (computed in the jitted eval
+step), the trainer builds fresh evaluators per evaluation, calls `update(outputs, batch)` on the
+host for every batch (weight-0 padding examples are skipped by the evaluator) and merges their
+`result()` dicts into the split's metrics; the metric names are the ones `configs/tables/` reads
+(`accuracy`, `top5_accuracy`, `mean_class_accuracy`, `mae`, `ap`, `class_miou`,
+`instance_miou`, `loss`, `perplexity`, `bpb`, `bpd`). Everything is accumulated in float64.
+
+Registered here:
+  classification  accuracy, top-k accuracy, mean per-class accuracy, cross-entropy loss
+  regression      MAE of de-normalised predictions (`prediction * std + mean` vs the same of the
+                  target), as ZINC / PCQM4Mv2 report it
+  multilabel_ap   average precision per task, averaged over tasks that have a positive and a
+                  negative label (NaN labels ignored), as OGB / LRGB Peptides-func compute it
+  segmentation    part IoU per shape over the parts of its category (prediction restricted to
+                  them; a part absent from both prediction and truth counts IoU 1, as PointNet's
+                  evaluation); `instance_miou` the mean over shapes, `class_miou` the mean over
+                  categories of their shapes' mean
+  language_model  per-token loss, perplexity exp(loss), and bits per byte / dimension
+                  (loss / ln 2) when the tokens are bytes / sub-pixels
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from core import errors
+
+__all__ = ["Evaluator", "register", "get", "names", "build", "average_precision", "METRICS"]
+
+_REGISTRY: dict[str, Callable[..., Evaluator]] = {}
+SPLITS = ("val", "test")
+# Every metric name an evaluator here (or a task's own (sum, count) metrics) can report: the
+# names `configs/tables/` reads (`core.paper_tables.METRICS`).
+METRICS = (
+    "accuracy",
+    "loss",
+    "top5_accuracy",
+    "mean_class_accuracy",
+    "mae",
+    "ap",
+    "class_miou",
+    "instance_miou",
+    "perplexity",
+    "bpb",
+    "bpd",
+)
+
+
+class Evaluator:
+    """Accumulates over a split's batches on the host; `result()` gives `{metric: float}`."""
+
+    def update(self, outputs: Mapping[str, np.ndarray], batch: Mapping[str, np.ndarray]) -> None:
+        raise NotImplementedError
+
+    def result(self) -> dict[str, float]:
+        raise NotImplementedError
+
+
+def register(name: str):
+    """Class decorator registering an evaluator under `name`."""
+
+    def deco(cls):
+        if name in _REGISTRY:
+            raise ValueError(f"evaluator {name!r} is already registered")
+        _REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get(name: str, **options) -> Evaluator:
+    """A fresh evaluator `name` with `options`; an unknown name or option is a user error."""
+    if name not in _REGISTRY:
+        raise errors.UnknownNameError(f"unknown evaluator {name!r}; known: {', '.join(names())}")
+    try:
+        return _REGISTRY[name](**options)
+    except TypeError as e:
+        raise errors.ConfigError(f"evaluator {name!r}: {e}") from None
+
+
+def build(evals: Mapping[str, Mapping[str, Any]], split: str) -> list[Evaluator]:
+    """The evaluators of `config.evals` that run on `split`."""
+    out = []
+    for key, spec in evals.items():
+        spec = dict(spec)
+        if "type" not in spec:
+            raise errors.ConfigError(f"config.evals.{key} has no 'type'; known: {names()}")
+        splits = tuple(spec.pop("splits", SPLITS))
+        if split in splits:
+            out.append(get(spec.pop("type"), **spec))
+    return out
+
+
+def _valid(batch) -> np.ndarray:
+    return np.asarray(batch["weight"]) > 0
+
+
+@register("classification")
+class Classification(Evaluator):
+    """`outputs[logits]` [B, C] against `batch[labels]` [B]."""
+
+    def __init__(self, *, logits: str = "logits", labels: str = "label", top_k: Sequence = ()):
+        self.logits_key, self.labels_key = logits, labels
+        self.top_k = tuple(int(k) for k in top_k if int(k) > 1)
+        self.n = 0
+        self.correct = 0
+        self.correct_k = dict.fromkeys(self.top_k, 0)
+        self.nll = 0.0
+        self.per_class: dict[int, list[int]] = {}
+
+    def update(self, outputs, batch) -> None:
+        keep = _valid(batch)
+        logits = np.asarray(outputs[self.logits_key], np.float64)[keep]
+        labels = np.asarray(batch[self.labels_key]).astype(np.int64)[keep]
+        if not len(labels):
+            return
+        shifted = logits - logits.max(-1, keepdims=True)
+        log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+        self.nll += float(-log_probs[np.arange(len(labels)), labels].sum())
+        pred = logits.argmax(-1)
+        hit = pred == labels
+        self.correct += int(hit.sum())
+        # rank of the true class: how many classes score strictly higher
+        true = logits[np.arange(len(labels)), labels]
+        rank = (logits > true[:, None]).sum(-1)
+        for k in self.top_k:
+            self.correct_k[k] += int((rank < k).sum())
+        for y, h in zip(labels.tolist(), hit.tolist(), strict=True):
+            c = self.per_class.setdefault(y, [0, 0])
+            c[0] += h
+            c[1] += 1
+        self.n += len(labels)
+
+    def result(self) -> dict[str, float]:
+        n = max(self.n, 1)
+        out = {"accuracy": self.correct / n, "loss": self.nll / n}
+        out.update({f"top{k}_accuracy": self.correct_k[k] / n for k in self.top_k})
+        if self.per_class:
+            out["mean_class_accuracy"] = float(np.mean([h / t for h, t in self.per_class.values()]))
+        return out
+
+
+@register("regression")
+class Regression(Evaluator):
+    """MAE of `outputs[predictions]` against `batch[targets]`, both de-normalised with the
+    training targets' `mean` and `std` (targets are stored normalised)."""
+
+    def __init__(
+        self,
+        *,
+        predictions: str = "prediction",
+        targets: str = "target",
+        mean: float = 0.0,
+        std: float = 1.0,
+    ):
+        if not std > 0:
+            raise errors.ConfigError(f"regression evaluator: std={std!r} must be positive")
+        self.pred_key, self.target_key, self.mean, self.std = predictions, targets, mean, std
+        self.abs_err, self.n = 0.0, 0
+
+    def update(self, outputs, batch) -> None:
+        keep = _valid(batch)
+        pred = np.asarray(outputs[self.pred_key], np.float64)[keep] * self.std + self.mean
+        target = np.asarray(batch[self.target_key], np.float64)[keep] * self.std + self.mean
+        err = np.abs(pred - target).reshape(len(pred), -1).mean(-1)
+        self.abs_err += float(err.sum())
+        self.n += len(err)
+
+    def result(self) -> dict[str, float]:
+        return {"mae": self.abs_err / max(self.n, 1)}
+
+
+def average_precision(labels: np.ndarray, scores: np.ndarray) -> float:
+    """Average precision of binary `labels` ranked by `scores`: sum over the distinct score
+    thresholds of (recall step) x precision (ties form one threshold), as
+    scikit-learn's `average_precision_score`. NaN when there is no positive."""
+    labels = np.asarray(labels, bool)
+    scores = np.asarray(scores, np.float64)
+    if not labels.any():
+        return float("nan")
+    order = np.argsort(-scores, kind="stable")
+    scores, labels = scores[order], labels[order]
+    last_of_tie = np.r_[np.flatnonzero(np.diff(scores)), len(scores) - 1]
+    tp = np.cumsum(labels)[last_of_tie]
+    predicted = last_of_tie + 1
+    precision = tp / predicted
+    recall = tp / labels.sum()
+    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
+
+
+@register("multilabel_ap")
+class MultilabelAP(Evaluator):
+    """`outputs[logits]` [B, T] against `batch[labels]` [B, T] in {0, 1, NaN}."""
+
+    def __init__(self, *, logits: str = "logits", labels: str = "label"):
+        self.logits_key, self.labels_key = logits, labels
+        self.scores: list[np.ndarray] = []
+        self.labels: list[np.ndarray] = []
+
+    def update(self, outputs, batch) -> None:
+        keep = _valid(batch)
+        self.scores.append(np.asarray(outputs[self.logits_key], np.float64)[keep])
+        self.labels.append(np.asarray(batch[self.labels_key], np.float64)[keep])
+
+    def result(self) -> dict[str, float]:
+        scores, labels = np.concatenate(self.scores), np.concatenate(self.labels)
+        aps = []
+        for t in range(labels.shape[1]):
+            known = ~np.isnan(labels[:, t])
+            y = labels[known, t] > 0.5
+            if y.any() and (~y).any():  # OGB: tasks with both classes only
+                aps.append(average_precision(y, scores[known, t]))
+        return {"ap": float(np.mean(aps)) if aps else float("nan")}
+
+
+@register("segmentation")
+class Segmentation(Evaluator):
+    """Per-point `outputs[logits]` [B, N, P] against `batch[labels]` [B, N] (global part ids),
+    with the object `batch[category]` [B] and optional `batch[point_mask]` [B, N];
+    `parts_per_category[c]` lists category c's part ids (ShapeNetPart: 16 categories, 50 parts)."""
+
+    def __init__(
+        self,
+        *,
+        parts_per_category: Sequence[Sequence[int]],
+        logits: str = "logits",
+        labels: str = "label",
+        category: str = "category",
+        point_mask: str = "point_mask",
+    ):
+        self.parts = [np.asarray(p, np.int64) for p in parts_per_category]
+        self.keys = (logits, labels, category, point_mask)
+        self.by_category: dict[int, list[float]] = {}
+
+    def update(self, outputs, batch) -> None:
+        logits_key, labels_key, category_key, mask_key = self.keys
+        keep = _valid(batch)
+        logits = np.asarray(outputs[logits_key])[keep]
+        labels = np.asarray(batch[labels_key])[keep]
+        cats = np.asarray(batch[category_key]).astype(np.int64)[keep]
+        masks = np.asarray(batch[mask_key])[keep] if mask_key in batch else None
+        for i, c in enumerate(cats.tolist()):
+            parts = self.parts[c]
+            valid = slice(None) if masks is None else masks[i].astype(bool)
+            pred = parts[np.argmax(logits[i][valid][:, parts], axis=-1)]
+            gt = labels[i][valid]
+            ious = []
+            for p in parts.tolist():
+                inter = np.sum((pred == p) & (gt == p))
+                union = np.sum((pred == p) | (gt == p))
+                ious.append(1.0 if union == 0 else inter / union)
+            self.by_category.setdefault(c, []).append(float(np.mean(ious)))
+
+    def result(self) -> dict[str, float]:
+        shapes = [v for vs in self.by_category.values() for v in vs]
+        if not shapes:
+            return {"instance_miou": float("nan"), "class_miou": float("nan")}
+        return {
+            "instance_miou": float(np.mean(shapes)),
+            "class_miou": float(np.mean([np.mean(v) for v in self.by_category.values()])),
+        }
+
+
+@register("language_model")
+class LanguageModel(Evaluator):
+    """`outputs[nll]` [B, N] per-token negative log-likelihood (nats) and `outputs[mask]`
+    [B, N] (1 for scored tokens); `unit` "token" (loss, perplexity), "byte" (+ bpb) or "dim"
+    (+ bpd, sub-pixels)."""
+
+    def __init__(self, *, nll: str = "nll", mask: str = "mask", unit: str = "token"):
+        if unit not in ("token", "byte", "dim"):
+            raise errors.ConfigError(
+                f"language_model evaluator: unit={unit!r}; known: token, byte, dim"
+            )
+        self.nll_key, self.mask_key, self.unit = nll, mask, unit
+        self.total, self.count = 0.0, 0.0
+
+    def update(self, outputs, batch) -> None:
+        keep = _valid(batch)
+        nll = np.asarray(outputs[self.nll_key], np.float64)[keep]
+        mask = np.asarray(outputs[self.mask_key], np.float64)[keep]
+        self.total += float((nll * mask).sum())
+        self.count += float(mask.sum())
+
+    def result(self) -> dict[str, float]:
+        loss = self.total / max(self.count, 1.0)
+        out = {"loss": loss, "perplexity": math.exp(min(loss, 700.0))}
+        if self.unit == "byte":
+            out["bpb"] = loss / math.log(2)
+        elif self.unit == "dim":
+            out["bpd"] = loss / math.log(2)
+        return out
