@@ -30,6 +30,7 @@ from attention.registry import (
     defaults,
     get,
     names,
+    parse,
     register,
 )
 
@@ -40,5 +41,6 @@ __all__ = [
     "defaults",
     "get",
     "names",
+    "parse",
     "register",
 ]

@@ -36,6 +36,7 @@ __all__ = [
     "names",
     "defaults",
     "check",
+    "parse",
 ]
 
 
@@ -195,6 +196,46 @@ def get(name: str, **hparams: Any) -> Mechanism:
         inputs=entry.inputs,
         needs_qk=entry.needs_qk,
     )
+
+
+def parse(spec: str) -> tuple[str, dict[str, Any]]:
+    """`"name"` or `"name:key=value,..."` -> `(name, hparams)`; values are Python literals where
+    they parse as one (`grid=(1,64),k=2`), else strings.
+
+    Raises:
+      UnknownAttentionError: `name` is not registered.
+      TypeError: a hyper-parameter `name` does not have (the message lists the valid ones).
+      ValueError: an item that is not `key=value`.
+    """
+    import ast
+
+    name, _, rest = spec.partition(":")
+    name = name.strip()
+    _entry(name)
+    hparams: dict[str, Any] = {}
+    for item in filter(None, _split_top_level(rest)):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"attention spec {spec!r}: expected key=value, got {item!r}")
+        try:
+            hparams[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            hparams[key.strip()] = value.strip()
+    get(name, **hparams)  # unknown hyper-parameters fail here, naming the valid ones
+    return name, hparams
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Splits on commas outside brackets: `grid=(1,64),k=2` -> ["grid=(1,64)", "k=2"]."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
 
 
 def _kwargs(fn: Callable[..., Any]) -> set[str]:

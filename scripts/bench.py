@@ -91,43 +91,14 @@ def matmul_flops(n=2048, dtype=jnp.float32, repeats=5) -> float:
 
 
 def parse_mechanism(spec: str) -> tuple[str, dict]:
-    """`name` or `name:key=value,...` (values parsed as Python literals where they are one):
-    a registered mechanism with hyper-parameters bound over its defaults."""
-    import ast
-
-    name, _, rest = spec.partition(":")
-    if name not in attention.names():
-        raise ValueError(f"unknown mechanism {name!r}; known: {', '.join(attention.names())}")
-    hp = {}
-    for item in filter(None, _split_top_level(rest)):
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"mechanism spec {spec!r}: expected key=value, got {item!r}")
-        try:
-            hp[key] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            hp[key] = value
-    attention.get(name, **hp)  # unknown hyper-parameters fail here, naming the known ones
-    return name, hp
+    """`name` or `name:key=value,...` (`attention.parse`)."""
+    return attention.parse(spec)
 
 
 def grid_for(n: int) -> tuple[int, int]:
     """The most square `h x w = n` grid (h <= w): 1024 -> (32, 32), 32768 -> (128, 256)."""
     h = max(d for d in range(1, int(n**0.5) + 1) if n % d == 0)
     return (h, n // h)
-
-
-def _split_top_level(text: str) -> list[str]:
-    """Splits on commas outside brackets: `grid=(1,64),k=2` -> ["grid=(1,64)", "k=2"]."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += ch in "([{"
-        depth -= ch in ")]}"
-        if ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts
 
 
 def measure_attention(spec: str, length: int, **kw) -> dict:
@@ -665,7 +636,7 @@ def main(argv=None):
     for spec in args.mechanisms:
         try:
             parse_mechanism(spec)
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, attention.UnknownAttentionError) as e:
             parser.error(str(e))
     t0 = time.perf_counter()
     result = bench_attention(args)

@@ -3,6 +3,8 @@
     python -m scripts.reproduce samsa.table1 --preset cpu --cells listops
     python -m scripts.reproduce samsa.table1 --preset cpu --cells "text/128 hard" --seeds 3 --jobs 2
     python -m scripts.reproduce samsa.table1 --list
+    python -m scripts.reproduce samsa.table1 --import ~/mine.py --attn mine --preset cpu
+    python -m scripts.reproduce --all --import ~/mine.py --attn mine:temperature=2 --preset cpu
 
 Each (cell, seed) is one `scripts.train` process with its own run directory
 `<runs>/<paper>_<table>/<preset>/<row>/<column>/seed<N>/`: a finished cell (its `summary.json`
@@ -18,23 +20,25 @@ Cells computed exactly (`Cell.exact`: parameter counts, analytic FLOPs, numerica
 no training: they are recomputed in this process on every call, whatever the preset, and written
 to `<runs>/<paper>_<table>/exact/<row>/<column>/seed0/summary.json`. Cells reproduced by
 another command (`Cell.elsewhere`, the speed tables) are listed with that command.
+
+`--attn NAME[:k=v,...]` runs every selected cell whose model has an attention with NAME in it
+instead (`core.substitute`; cells whose configs become identical share one run), under
+`<runs>/attn/<NAME>/<preset>/<config digest>/seed<N>/`; `--all` does it for every table, and
+`scripts.tables --attn NAME` shows the numbers beside ours. `--import MODULE_OR_FILE` imports a
+module that registers your mechanism (also on `scripts.train` and `scripts.tables`). Runs are
+child processes that stop with this one (`core.jobs`): Ctrl-C cancels the queue.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
-import os
 import pathlib
 import re
-import signal
-import subprocess
 import sys
 import time
 
-from core import cli, io, paper_tables
-from scripts import train as train_script
+from core import cli, io, jobs, paper_tables, plugins, substitute
 
 
 def _slug(text: str) -> str:
@@ -101,12 +105,9 @@ def select(table, words) -> list:
     return [c for c in table.cells if any(match(c, w) for w in words)]
 
 
-def command(cell, preset: str, seed: int, workdir: pathlib.Path) -> list[str]:
+def command(cell, preset: str, seed: int, workdir: pathlib.Path) -> tuple:
     spec = cell.config + ("," if ":" in cell.config else ":") + f"preset={preset}"
-    cmd = [sys.executable, "-m", "scripts.train", f"--config={spec}", f"--workdir={workdir}"]
-    if seed:
-        cmd.append(f"--config.seed={seed}")
-    return cmd
+    return jobs.train_command(spec, workdir, seed=seed)
 
 
 def compute_exact(table, cell, root) -> float:
@@ -136,7 +137,8 @@ def compute_exact(table, cell, root) -> float:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = cli.ArgumentParser(prog="scripts.reproduce", description=__doc__.split("\n")[0])
-    parser.add_argument("table", help=f"one of: {', '.join(paper_tables.names())}")
+    parser.add_argument("table", nargs="?", help=f"one of: {', '.join(paper_tables.names())}")
+    parser.add_argument("--all", action="store_true", help="every table (with --attn)")
     parser.add_argument("--preset", default="cpu", choices=["paper", "cpu", "smoke"])
     parser.add_argument("--cells", nargs="*", default=[], help="words matching rows or columns")
     parser.add_argument("--seeds", type=cli.positive_int, default=1, help="seeds 0..N-1 per cell")
@@ -145,24 +147,66 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--runs", default="runs/tables", help="root of the run directories")
     parser.add_argument("--list", action="store_true", help="list the cells and stop")
+    parser.add_argument(
+        "--attn", default=None, metavar="NAME[:k=v,...]", help="run the cells with this attention"
+    )
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="a module or .py file to import first (your own attention)",
+    )
     args = parser.parse_args(argv)
     if not args.runs.strip():
         parser.error("--runs is empty; name the root of the run directories")
+    if bool(args.table) == args.all:
+        parser.error("name one table, or --all (with --attn)")
+    if args.all and not args.attn:
+        parser.error("--all needs --attn NAME: the papers' own cells are run one table at a time")
+    imports = plugins.import_modules(args.imports)
+    sub = _substitution(parser, args.attn)
+    keys = paper_tables.names() if args.all else [args.table]
+    tables = []
+    for key in keys:
+        try:
+            table = paper_tables.load(key)
+            paper_tables.validate(table)
+        except paper_tables.TableError as e:
+            parser.error(str(e))
+        tables.append(table)
+    todo = []
+    for table in tables:
+        cells = select(table, args.cells)
+        if not cells and not args.all:
+            parser.error(f"no cell of {table.key} matches {args.cells}")
+        if sub is not None:
+            todo += _substituted_jobs(table, cells, sub, args, imports)
+        else:
+            todo += _table_jobs(table, cells, args)
+    if args.list:
+        return 0
+    return jobs.run(todo, args.jobs)
+
+
+def _substitution(parser, spec):
+    if spec is None:
+        return None
     try:
-        table = paper_tables.load(args.table)
-        paper_tables.validate(table)
-    except paper_tables.TableError as e:
-        parser.error(str(e))
-    cells = select(table, args.cells)
-    if not cells:
-        parser.error(f"no cell of {args.table} matches {args.cells}")
+        return substitute.parse(spec)
+    except (TypeError, ValueError) as e:
+        parser.error(f"--attn {spec}: {e}")
+
+
+def _table_jobs(table, cells, args) -> list:
     not_runnable = [c for c in cells if not (c.runnable or c.elsewhere or c.mean_of)]
     elsewhere = [c for c in cells if c.elsewhere]
     exact = [c for c in cells if c.exact is not None]
-    jobs = [(c, s) for c in cells if c.config is not None for s in range(args.seeds)]
-    todo = [(c, s) for c, s in jobs if finished(args.runs, table.key, args.preset, c, s) is None]
+    runs = [(c, s) for c in cells if c.config is not None for s in range(args.seeds)]
+    todo = [(c, s) for c, s in runs if finished(args.runs, table.key, args.preset, c, s) is None]
     print(
-        f"{table.key}: {len(cells)} cells selected, {len(jobs)} runs ({len(jobs) - len(todo)} "
+        f"{table.key}: {len(cells)} cells selected, {len(runs)} runs ({len(runs) - len(todo)} "
         f"finished), {len(exact)} computed exactly, {len(elsewhere)} reproduced elsewhere, "
         f"{len(not_runnable)} not runnable yet",
         flush=True,
@@ -174,127 +218,56 @@ def main(argv=None) -> int:
     if args.list:
         for c in exact:
             print(f"  exact: [{c.row} / {c.column}] {c.exact}({c.exact_args})")
-        for c, s in jobs:
+        for c, s in runs:
             done = finished(args.runs, table.key, args.preset, c, s)
             where = "" if done is None else f" ({done.parent})"
             state = "done" if done else "todo"
             print(f"  {state}: [{c.row} / {c.column}] seed {s}: {c.config}{where}")
-        return 0
+        return []
     for c in exact:
         paper = "-" if c.paper is None else f"{c.paper:g}"
         value = compute_exact(table, c, args.runs)
         print(f"  exact: [{c.row} / {c.column}] {value:.6g} (paper {paper})", flush=True)
+    out = []
+    for c, s in todo:
+        workdir = run_dir(args.runs, table.key, args.preset, c, s)
+        label = f"{c.row} / {c.column} seed {s}"
+        out.append(jobs.Job(label, workdir, command(c, args.preset, s, workdir)))
+    return out
 
-    return _run_jobs(todo, table.key, args)
 
-
-def _start(cmd: list[str], log) -> subprocess.Popen:
-    """Starts a cell's trainer in its own process group (so Ctrl-C reaches only us and we stop
-    it), told to die with this process (Linux parent-death signal, and the trainer's own
-    watchdog on `$ATTNBENCH_PARENT_PID`): a killed reproduce leaves no orphan behind."""
-    env = dict(os.environ, **{train_script.PARENT_ENV: str(os.getpid())})
-    return subprocess.Popen(
-        cmd,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-        start_new_session=True,
-        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+def _substituted_jobs(table, cells, sub, args, imports) -> list:
+    """One job per distinct substituted config and seed (cells with equal configs share it)."""
+    by_digest: dict[str, list] = {}
+    for c in cells:
+        if not c.runnable or c.config is None:
+            continue
+        digest = sub.digest(c.config, args.preset)
+        if digest is not None:
+            by_digest.setdefault(digest, []).append(c)
+    out, done = [], 0
+    for digest, group in by_digest.items():
+        for s in range(args.seeds):
+            workdir = substitute.run_dir(args.runs, sub, args.preset, digest, s)
+            names = ", ".join(f"{c.row} / {c.column}" for c in group)
+            if (workdir / "summary.json").exists():
+                done += 1
+                if args.list:
+                    print(f"  done: [{names}] seed {s} ({workdir})")
+                continue
+            spec = sub.config_spec(group[0].config, args.preset)
+            cmd = jobs.train_command(
+                spec, workdir, seed=s, overrides=sub.overrides(), imports=imports
+            )
+            if args.list:
+                print(f"  todo: [{names}] seed {s}: {spec}")
+            out.append(jobs.Job(f"{sub.label} in {table.key} [{names}] seed {s}", workdir, cmd))
+    print(
+        f"{table.key} with {sub.label}: {len(by_digest)} distinct configs x {args.seeds} seed(s), "
+        f"{done} finished, {len(out)} to run",
+        flush=True,
     )
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
-
-
-def _stop(procs, grace: float = 10.0) -> None:
-    """SIGTERM to each process group, then SIGKILL to whatever is left after `grace` s."""
-    for p in procs:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(p.pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    for p in procs:
-        try:
-            p.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-
-
-def _run_jobs(todo, key: str, args) -> int:
-    """Runs `(cell, seed)` jobs, `args.jobs` at a time, with progress and ETA. SIGINT/SIGTERM
-    cancel the queue and stop the running cells (they resume from their last checkpoint when
-    the same command runs again)."""
-    t0 = time.perf_counter()
-    failed, finished_count = [], 0
-    queue = list(todo)
-    running: dict[subprocess.Popen, tuple] = {}
-    stop_signal: list[int] = []
-    handlers = {
-        sig: signal.signal(sig, lambda signum, _frame: stop_signal.append(signum))
-        for sig in (signal.SIGINT, signal.SIGTERM)
-    }
-    try:
-        while (queue or running) and not stop_signal:
-            while queue and len(running) < args.jobs and not stop_signal:
-                c, s = queue.pop(0)
-                workdir = run_dir(args.runs, key, args.preset, c, s)
-                workdir.mkdir(parents=True, exist_ok=True)
-                log = open(workdir / "reproduce.log", "a")  # noqa: SIM115 (closed when done)
-                running[_start(command(c, args.preset, s, workdir), log)] = (c, s, workdir, log)
-            for p in [p for p in running if p.poll() is not None]:
-                c, s, workdir, log = running.pop(p)
-                log.close()
-                finished_count += 1
-                elapsed = time.perf_counter() - t0
-                eta = elapsed / finished_count * (len(todo) - finished_count)
-                if p.returncode:
-                    failed.append((c, s))
-                    why = _last_line(workdir / "reproduce.log")
-                    status = (
-                        f"FAILED (exit {p.returncode}{': ' + why if why else ''}; see "
-                        f"{workdir}/reproduce.log)"
-                    )
-                else:
-                    status = "done"
-                print(
-                    f"[{finished_count}/{len(todo)} {elapsed:.0f}s, ETA {eta:.0f}s] {c.row} / "
-                    f"{c.column} seed {s}: {status}",
-                    flush=True,
-                )
-            time.sleep(0.1)
-    finally:
-        if running:
-            _stop(list(running))
-            for _, _, _, log in running.values():
-                log.close()
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
-    if stop_signal:
-        name = signal.Signals(stop_signal[0]).name
-        print(
-            f"{name}: stopped {len(running)} running and {len(queue)} queued run(s); the same "
-            "command resumes them",
-            file=sys.stderr,
-            flush=True,
-        )
-        return 128 + stop_signal[0]
-    if failed:
-        print(f"{len(failed)} run(s) failed", flush=True)
-        return 1
-    return 0
-
-
-def _last_line(path: pathlib.Path) -> str:
-    """The log's last `error: ...` line (a user error of the trainer), or ''."""
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return ""
-    return next((ln[7:] for ln in reversed(lines) if ln.startswith("error: ")), "")[:300]
+    return [] if args.list else out
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import re
 import statistics
 import sys
 
-from core import cli, errors, io, paper_tables
+from core import cli, errors, io, paper_tables, plugins, substitute
 from scripts import reproduce
 
 PRESETS = ("paper", "cpu", "smoke")  # the first preset with runs is shown
@@ -76,33 +76,9 @@ def collect(table, runs_root) -> dict:
                 for base in bases:  # its own runs, then those of the same config elsewhere
                     for path in sorted(base.glob("seed*/summary.json")):
                         by_seed.setdefault(path.parent.name, path)
-            values, sources, devices, revisions, failed = [], set(), set(), set(), 0
-            for seed in sorted(by_seed, key=lambda s: int(s[4:]) if s[4:].isdigit() else 0):
-                path = by_seed[seed]
-                try:
-                    s = io.read_json(path, what="run summary")
-                    v = _metric(s, "exact.value" if exact else cell.metric)
-                except (errors.DataError, AttributeError, TypeError, ValueError) as e:
-                    _warn(f"skipping {path}: {cli.one_line(e)}")
-                    continue
-                if v is None:
-                    continue
-                if not math.isfinite(v):
-                    failed += 1  # a diverged run: shown as failed, never as a number
-                else:
-                    values.append(v if exact else v * cell.scale)
-                sources.add(s.get("data", {}).get("source", "unknown"))
-                devices.add(_device(s))
-                revisions.add(str(s.get("git_revision", "unknown"))[:7])
-            if values or failed:
-                out[(cell.row, cell.column)] = dict(
-                    preset=preset,
-                    values=values,
-                    failed=failed,
-                    sources=sorted(sources),
-                    devices=sorted(devices),
-                    revisions=sorted(revisions),
-                )
+            entry = _entry(by_seed, cell, preset, exact)
+            if entry is not None:
+                out[(cell.row, cell.column)] = entry
                 break
     for cell in table.cells:  # averages of other cells ("Avg" columns)
         parts = [out.get((cell.row, col)) for col in cell.mean_of]
@@ -124,6 +100,62 @@ def collect(table, runs_root) -> dict:
 
 def _warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
+def _entry(by_seed: dict, cell, preset: str, exact: bool = False) -> dict | None:
+    """`{"preset", "values", "failed", "sources", "devices", "revisions"}` from the summaries
+    `{seed name: path}` of one cell at one preset; None when none has the cell's metric."""
+    values, sources, devices, revisions, failed = [], set(), set(), set(), 0
+    for seed in sorted(by_seed, key=lambda s: int(s[4:]) if s[4:].isdigit() else 0):
+        path = by_seed[seed]
+        try:
+            s = io.read_json(path, what="run summary")
+            v = _metric(s, "exact.value" if exact else cell.metric)
+        except (errors.DataError, AttributeError, TypeError, ValueError) as e:
+            _warn(f"skipping {path}: {cli.one_line(e)}")
+            continue
+        if v is None:
+            continue
+        if not math.isfinite(v):
+            failed += 1  # a diverged run: shown as failed, never as a number
+        else:
+            values.append(v if exact else v * cell.scale)
+        sources.add(s.get("data", {}).get("source", "unknown"))
+        devices.add(_device(s))
+        revisions.add(str(s.get("git_revision", "unknown"))[:7])
+    if not (values or failed):
+        return None
+    return dict(
+        preset=preset,
+        values=values,
+        failed=failed,
+        sources=sorted(sources),
+        devices=sorted(devices),
+        revisions=sorted(revisions),
+    )
+
+
+def collect_substituted(table, runs_root, sub) -> dict:
+    """Like `collect`, for the runs of `scripts.reproduce --attn` (`core.substitute`): each
+    runnable cell whose model has an attention, with `sub`'s mechanism in it."""
+    out = {}
+    for cell in table.cells:
+        if not cell.runnable or cell.config is None:
+            continue
+        for preset in PRESETS:
+            digest = sub.digest(cell.config, preset)
+            if digest is None:
+                break
+            by_seed = {}
+            for root in _roots(runs_root):
+                base = substitute.run_dir(root, sub, preset, digest, 0).parent
+                for path in sorted(base.glob("seed*/summary.json")):
+                    by_seed.setdefault(path.parent.name, path)
+            entry = _entry(by_seed, cell, preset)
+            if entry is not None:
+                out[(cell.row, cell.column)] = entry
+                break
+    return out
 
 
 def _decimals(x: float | None) -> int:
@@ -195,6 +227,16 @@ def _cells(table, results):
     return grid, notes
 
 
+def _extra_columns(extra, entry) -> dict:
+    vals = entry["values"] if entry else []
+    return {
+        "attn": extra[0],
+        "attn_mean": statistics.fmean(vals) if vals else None,
+        "attn_seeds": len(vals),
+        "attn_preset": entry["preset"] if entry else "",
+    }
+
+
 def _provenance(table, results) -> list[str]:
     """One line per (preset, data, device, revision) combination among our numbers."""
     groups: dict[tuple, int] = {}
@@ -218,8 +260,9 @@ def _provenance(table, results) -> list[str]:
     return lines
 
 
-def render(table, results: dict) -> tuple[str, str]:
-    """(markdown, csv) of `table` with `results` from `collect`."""
+def render(table, results: dict, extra: tuple[str, dict] | None = None) -> tuple[str, str]:
+    """(markdown, csv) of `table` with `results` from `collect`; `extra` = `(label, results of
+    collect_substituted)` adds that mechanism's number to every cell it ran in."""
     grid, notes = _cells(table, results)
     lines = [
         HEADER_MD,
@@ -246,7 +289,11 @@ def render(table, results: dict) -> tuple[str, str]:
                 texts.append("")
                 continue
             ours, paper, number = grid[(row, column)]
-            texts.append(f"{ours} / {paper}" + (f" [{number}]" if number else ""))
+            text = f"{ours} / {paper}" + (f" [{number}]" if number else "")
+            other = extra[1].get((row, column)) if extra else None
+            if other is not None:
+                text += f" · {extra[0]}: {_ours(cell, other)}"
+            texts.append(text)
             entry = results.get((row, column))
             vals = entry["values"] if entry else []
             rows.append(
@@ -269,12 +316,21 @@ def render(table, results: dict) -> tuple[str, str]:
                     elsewhere=cell.elsewhere or "",
                     needs=cell.needs or "",
                     note=cell.note or "",
+                    **(_extra_columns(extra, other) if extra else {}),
                 )
             )
         lines.append(f"| {row} | " + " | ".join(texts) + " |")
     provenance = _provenance(table, results)
     if provenance:
         lines += ["", "Our numbers:", ""] + provenance
+    if extra:
+        lines += [
+            "",
+            f"`· {extra[0]}:` each cell's model with the attention replaced by `{extra[0]}` "
+            f"(`python -m scripts.reproduce {table.key} --attn {extra[0]}`; cells whose "
+            "configs become identical share one run):",
+            "",
+        ] + _provenance(table, extra[1])
     elsewhere = sorted({c.elsewhere for c in table.cells if c.elsewhere})
     if elsewhere:
         lines += ["", "Reproduced elsewhere:", ""] + [f"- `{e}`" for e in elsewhere]
@@ -485,6 +541,20 @@ def main(argv=None) -> int:
     parser.add_argument("--latex", action="store_true", help="also write <table>.tex")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNGs")
     parser.add_argument("--readme", default=None, help="refresh this README's table list")
+    parser.add_argument(
+        "--attn",
+        default=None,
+        metavar="NAME[:k=v,...]",
+        help="add this mechanism's runs (scripts.reproduce --attn) beside ours in every cell",
+    )
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="a module or .py file to import first (your own attention)",
+    )
     args = parser.parse_args(argv)
     given = args.runs != list(RUNS)
     missing = [r for r in args.runs if not pathlib.Path(r).is_dir()]
@@ -497,6 +567,11 @@ def main(argv=None) -> int:
                 else "run from the repository root, or pass --runs"
             )
         )
+    plugins.import_modules(args.imports)
+    try:
+        sub = substitute.parse(args.attn) if args.attn else None
+    except (TypeError, ValueError) as e:
+        parser.error(f"--attn {args.attn}: {e}")
     known = paper_tables.names()
     for key in args.tables or []:
         if key not in known:
@@ -504,7 +579,8 @@ def main(argv=None) -> int:
     for key in args.tables or known:
         table = paper_tables.load(key)
         results = collect(table, args.runs)
-        md, text = render(table, results)
+        extra = (sub.label, collect_substituted(table, args.runs, sub)) if sub else None
+        md, text = render(table, results, extra)
         stem = key.replace(".", "_")
         io.write_text(f"{args.out}/{stem}.md", md)
         io.write_text(f"{args.out}/{stem}.csv", text)

@@ -17,11 +17,11 @@ import sys
 import threading
 import time
 
-from core import cli, errors
+from core import cli, errors, jobs, plugins
 from core import config as config_lib
 
-# Set by scripts.reproduce: this process stops when that parent is gone (no orphans).
-PARENT_ENV = "ATTNBENCH_PARENT_PID"
+# Set by core.jobs (scripts.reproduce): this process stops when that parent is gone.
+PARENT_ENV = jobs.PARENT_ENV
 PREFIX = "--config."
 
 
@@ -36,6 +36,14 @@ def _parser() -> cli.ArgumentParser:
     p.add_argument("--config", required=True, help="config file[:key=value,...]")
     p.add_argument("--workdir", required=True, help="run directory (checkpoints, logs, summary)")
     p.add_argument("--verbose", action="store_true", help="show library INFO logs (orbax saves)")
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="a module or .py file to import first (your own attention registers itself)",
+    )
     return p
 
 
@@ -79,6 +87,7 @@ def _die_with_parent() -> None:
 def main(argv) -> int:
     args, overrides = parse(argv)
     _die_with_parent()
+    plugins.import_modules(args.imports)
     if not args.workdir.strip():
         raise errors.WorkdirError("--workdir is empty; name a run directory, e.g. runs/x")
     config = config_lib.load(args.config)

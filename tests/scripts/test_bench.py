@@ -142,7 +142,7 @@ def test_a_crashing_measurement_is_recorded_as_skipped():
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["attention", "--mechanisms", "nope"], "unknown mechanism 'nope'"),
+        (["attention", "--mechanisms", "nope"], "unknown attention 'nope'"),
         (["attention", "--mechanisms", "samsa:kk=3"], "kk"),
         (["train", "--config", "configs/lra/text.py", "--mechanisms", "nope"], "nope"),
         (["train", "--config", "configs/lra/image.py", "--lengths", "64"], "length=64"),

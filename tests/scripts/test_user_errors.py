@@ -167,6 +167,26 @@ CASES = [
         "'samsa.table99'",
     ),
     (
+        "reproduce-unknown-attn",
+        lambda t: ["scripts.reproduce", "samsa.table1", "--attn", "nope"],
+        "unknown attention 'nope'",
+    ),
+    (
+        "reproduce-all-without-attn",
+        lambda t: ["scripts.reproduce", "--all"],
+        "--all needs --attn",
+    ),
+    (
+        "import-missing-file",
+        lambda t: _train(t / "w", "--import", f"{t}/mine.py"),
+        "mine.py: file not found",
+    ),
+    (
+        "import-missing-module",
+        lambda t: _train(t / "w", "--import", "no_such_pkg.attn"),
+        "no module named 'no_such_pkg'",
+    ),
+    (
         "reproduce-no-cell",
         lambda t: ["scripts.reproduce", "samsa.table1", "--cells", "zzz"],
         "no cell of samsa.table1",

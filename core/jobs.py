@@ -1,0 +1,145 @@
+"""Training runs as child processes, a few at a time, that never outlive their parent.
+
+`run(jobs, parallel)` starts each job's command (`python -m scripts.train ...`) with its output
+in `<workdir>/reproduce.log`, in its own process group (so Ctrl-C reaches only the parent, which
+stops them), with a Linux parent-death signal and `$ATTNBENCH_PARENT_PID` (the trainer's own
+watchdog): a parent killed with SIGKILL leaves no orphan behind. SIGINT/SIGTERM cancel the queue
+and stop the running jobs; they resume from their last checkpoint when started again. Progress
+and an ETA are printed as jobs finish.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+__all__ = ["Job", "run", "train_command", "PARENT_ENV"]
+
+PARENT_ENV = "ATTNBENCH_PARENT_PID"  # read by scripts.train: exit when this parent is gone
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    label: str  # what progress lines call it
+    workdir: pathlib.Path
+    cmd: tuple[str, ...]
+
+
+def train_command(spec: str, workdir, *, seed: int = 0, overrides=None, imports=()) -> tuple:
+    """`python -m scripts.train` for config `spec` in `workdir` (seed N > 0 sets config.seed)."""
+    cmd = [sys.executable, "-m", "scripts.train", f"--config={spec}", f"--workdir={workdir}"]
+    cmd += [f"--import={m}" for m in imports]
+    cmd += [f"--config.{k}={v}" for k, v in (overrides or {}).items()]
+    if seed:
+        cmd.append(f"--config.seed={seed}")
+    return tuple(cmd)
+
+
+def _start(cmd, log) -> subprocess.Popen:
+    env = dict(os.environ, **{PARENT_ENV: str(os.getpid())})
+    return subprocess.Popen(
+        list(cmd),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+    )
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+
+
+def _stop(procs, grace: float = 10.0) -> None:
+    """SIGTERM to each process group, then SIGKILL to whatever is left after `grace` s."""
+    for p in procs:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def _last_error(path: pathlib.Path) -> str:
+    """The log's last `error: ...` line (a user error of the trainer), or ''."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return next((ln[7:] for ln in reversed(lines) if ln.startswith("error: ")), "")[:300]
+
+
+def run(jobs: list[Job], parallel: int = 1) -> int:
+    """Runs `jobs`, `parallel` at a time: 0 when all succeed, 1 when any failed, 128 + signal
+    number when SIGINT/SIGTERM stopped them."""
+    t0 = time.perf_counter()
+    failed, finished = 0, 0
+    queue = list(jobs)
+    running: dict[subprocess.Popen, tuple[Job, object]] = {}
+    stop_signal: list[int] = []
+    handlers = {
+        sig: signal.signal(sig, lambda signum, _frame: stop_signal.append(signum))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        while (queue or running) and not stop_signal:
+            while queue and len(running) < parallel and not stop_signal:
+                job = queue.pop(0)
+                job.workdir.mkdir(parents=True, exist_ok=True)
+                log = open(job.workdir / "reproduce.log", "a")  # noqa: SIM115 (closed when done)
+                running[_start(job.cmd, log)] = (job, log)
+            for p in [p for p in running if p.poll() is not None]:
+                job, log = running.pop(p)
+                log.close()
+                finished += 1
+                elapsed = time.perf_counter() - t0
+                eta = elapsed / finished * (len(jobs) - finished)
+                if p.returncode:
+                    failed += 1
+                    why = _last_error(job.workdir / "reproduce.log")
+                    status = (
+                        f"FAILED (exit {p.returncode}{': ' + why if why else ''}; see "
+                        f"{job.workdir}/reproduce.log)"
+                    )
+                else:
+                    status = "done"
+                print(
+                    f"[{finished}/{len(jobs)} {elapsed:.0f}s, ETA {eta:.0f}s] {job.label}: "
+                    f"{status}",
+                    flush=True,
+                )
+            time.sleep(0.1)
+    finally:
+        if running:
+            _stop(list(running))
+            for _, log in running.values():
+                log.close()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    if stop_signal:
+        name = signal.Signals(stop_signal[0]).name
+        print(
+            f"{name}: stopped {len(running)} running and {len(queue)} queued run(s); the same "
+            "command resumes them",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 128 + stop_signal[0]
+    if failed:
+        print(f"{failed} run(s) failed", flush=True)
+        return 1
+    return 0
