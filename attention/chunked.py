@@ -197,15 +197,7 @@ def apply(
     return out.astype(v.dtype)
 
 
-def _check(h, num_tokens) -> None:
-    """`check` for the registry."""
-    del num_tokens
-    if not (isinstance(h["query_chunk"], int) and h["query_chunk"] >= 1):
-        raise ValueError(
-            f"softmax_chunked: query_chunk={h['query_chunk']!r} must be an integer >= 1"
-        )
-    if not (isinstance(h["key_chunk"], int) and h["key_chunk"] >= 1):
-        raise ValueError(f"softmax_chunked: key_chunk={h['key_chunk']!r} must be an integer >= 1")
+_check = registry.int_at_least(query_chunk=1, key_chunk=1)
 
 
 registry.register(

@@ -408,11 +408,7 @@ def apply_linear(
 _INIT_DEFAULTS = {"init_wk": 0.0, "even_layers_only": False, "learn_w0_w1": False}
 
 
-def _check(h, num_tokens) -> None:
-    """`check` for the registry."""
-    del num_tokens
-    if not (isinstance(h["order"], int) and h["order"] >= 1):
-        raise ValueError(f"gfsa: order={h['order']!r} must be an integer >= 1")
+_check = registry.int_at_least(order=1)
 
 
 registry.register(

@@ -125,11 +125,7 @@ def apply(
     return jnp.einsum("bhnr,brhd->bnhd", probs, v_proj).astype(out_dtype)
 
 
-def _check(h, num_tokens) -> None:
-    """`check` for the registry."""
-    del num_tokens
-    if not (isinstance(h["proj_len"], int) and h["proj_len"] >= 1):
-        raise ValueError(f"linformer: proj_len={h['proj_len']!r} must be an integer >= 1")
+_check = registry.int_at_least(proj_len=1)
 
 
 registry.register(

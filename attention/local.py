@@ -138,11 +138,7 @@ def apply(
     return out.reshape(b, n_pad, h, dv)[:, :n].astype(v.dtype)
 
 
-def _check(h, num_tokens) -> None:
-    """`check` for the registry."""
-    del num_tokens
-    if not (isinstance(h["window"], int) and h["window"] >= 0):
-        raise ValueError(f"local: window={h['window']!r} must be an integer >= 0")
+_check = registry.int_at_least(window=0)
 
 
 registry.register(

@@ -161,11 +161,7 @@ def apply(
     return out.astype(v.dtype)
 
 
-def _check(h, num_tokens) -> None:
-    """`check` for the registry."""
-    del num_tokens
-    if not (isinstance(h["num_features"], int) and h["num_features"] >= 1):
-        raise ValueError(f"performer: num_features={h['num_features']!r} must be an integer >= 1")
+_check = registry.int_at_least(num_features=1)
 
 
 registry.register(

@@ -36,6 +36,7 @@ __all__ = [
     "names",
     "defaults",
     "check",
+    "int_at_least",
     "parse",
 ]
 
@@ -167,7 +168,8 @@ def check(name: str, hparams: Mapping[str, Any], *, num_tokens: int | None = Non
         try:
             entry.check(bound, num_tokens)
         except (ValueError, TypeError) as e:
-            problems.append(str(e))
+            text = str(e)
+            problems.append(text if text.startswith(f"{name}:") else f"{name}: {text}")
     return problems
 
 
@@ -196,6 +198,20 @@ def get(name: str, **hparams: Any) -> Mechanism:
         inputs=entry.inputs,
         needs_qk=entry.needs_qk,
     )
+
+
+def int_at_least(**bounds: int) -> Callable[[Mapping[str, Any], int | None], None]:
+    """A `check` (see `register`) requiring each named hyper-parameter to be an integer >= its
+    bound: `check=int_at_least(window=0)`."""
+
+    def check(hparams: Mapping[str, Any], num_tokens: int | None) -> None:
+        del num_tokens
+        for field, lowest in bounds.items():
+            value = hparams[field]
+            if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
+                raise ValueError(f"{field}={value!r} must be an integer >= {lowest}")
+
+    return check
 
 
 def parse(spec: str) -> tuple[str, dict[str, Any]]:
