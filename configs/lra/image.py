@@ -19,10 +19,27 @@ Data (`config.data.source`): `official` reads the CIFAR-10 python batches from
 
 from __future__ import annotations
 
+from configs import common
 from configs.lra import base
 from lra import image
 
 TRAIN_EXAMPLES = 45_000  # LRA's train[:90%] of CIFAR-10, for epoch-based recipes
+
+# ---- presets: scalings of the recipe in get_config (common.finish -> common.scale) ---------------
+PRESETS = {
+    # About 4 minutes on 2 CPU cores, where the [B, H, 1025, 1025] attention of a 2-layer,
+    # 4-head model at batch 32 costs ~4 s per step: Fashion-MNIST (all 1024 pixels), ONE layer
+    # (the LRA Image recipe's depth) of width 64 with 2 heads, 500 steps at batch 16 with
+    # 10% warm-up (peak lr 2e-3), no attention dropout.
+    "cpu": {
+        # the first 1k/2k validation/test images (evaluation is costly)
+        "data": dict(source="standin", num_val=1_000, num_test=2_000),
+        "model": dict(layers=1, dim=64, heads=2, mlp_dim=128),
+        "batch": (16, 100),
+        "run": dict(steps=500, eval_every=250, lr_peak=2e-3),
+    },
+    "smoke": {**common.SMOKE, "data": dict(source="standin"), "batch": (8, 16)},
+}
 
 
 def get_config(arg: str | None = None):
@@ -76,35 +93,8 @@ def get_config(arg: str | None = None):
             eval_every=234,
         )
         base.sliceformer_fork(c, seed=2)  # the fork's CIFAR random_seed
-    else:
-        # SAMSA Table 8 row LRA-Image: 8 layers, d 128, FFN 512, 8 heads, dropout 0.3.
-        base.samsa(
-            c,
-            layers=8,
-            dim=128,
-            mlp_dim=512,
-            heads=8,
-            dropout=0.3,
-            drop_path=0.0,
-            train_examples=TRAIN_EXAMPLES,
-            k=args.k,
-            mode=args.mode,
-        )
+    else:  # SAMSA Tables 7-8 (row LRA-Image in base.SAMSA_TABLE8)
+        base.samsa(c, train_examples=TRAIN_EXAMPLES, k=args.k, mode=args.mode)
     c.data.source = "official"
 
-    if args.preset == "cpu":
-        # About 4 minutes on 2 CPU cores, where the [B, H, 1025, 1025] attention of a 2-layer,
-        # 4-head model at batch 32 costs ~4 s per step: Fashion-MNIST (all 1024 pixels), ONE layer
-        # (the LRA Image recipe's depth) of width 64 with 2 heads, 500 steps at batch 16 with
-        # 10% warm-up (peak lr 2e-3), no attention dropout.
-        c.data.source = "standin"
-        c.data.num_val, c.data.num_test = 1_000, 2_000  # the first ones (evaluation is costly)
-        base.small_model(c, layers=1, dim=64, heads=2, mlp_dim=128)
-        c.batch_size, c.eval_batch_size = 16, 100
-        base.short_run(c, steps=500, eval_every=250, lr_peak=2e-3)
-    elif args.preset == "smoke":
-        c.data.source = "standin"
-        base.small_model(c, layers=1, dim=32, heads=4, mlp_dim=64)
-        base.short_run(c, steps=12, eval_every=4, lr_peak=1e-2)
-        c.batch_size, c.eval_batch_size = 8, 16
-    return base.finish(c, args)
+    return base.finish(c, args, PRESETS)

@@ -21,11 +21,31 @@ here (`config.data.zero_is_padding=True` restores LRA's `inputs > 0` mask quirk)
 
 from __future__ import annotations
 
+from configs import common
 from configs.lra import base
 from core import config as config_lib
 from lra import pathfinder
 
 TRAIN_EXAMPLES = 160_000  # LRA Pathfinder train[:80%], for epoch-based recipes
+
+# ---- presets: scalings of the recipe in get_config (common.finish -> common.scale) ---------------
+PRESETS = {
+    # About 4 minutes on 2 CPU cores, where the [B, H, 1025, 1025] attention of a 2-layer,
+    # 4-head model at batch 32 costs ~4 s per step: 20k/1k/2k generated images (hard),
+    # ONE layer (Path-X's LRA depth) of width 64 with 2 heads, 500 steps at batch 16 with
+    # 10% warm-up (peak lr 2e-3), no attention dropout.
+    "cpu": {
+        "data": dict(num_train=20_000, num_val=1_000, num_test=2_000),
+        "model": dict(layers=1, dim=64, heads=2, mlp_dim=128),
+        "batch": (16, 100),
+        "run": dict(steps=500, eval_every=250, lr_peak=2e-3),
+    },
+    "smoke": {
+        **common.SMOKE,
+        "data": dict(num_train=64, num_val=32, num_test=32),
+        "batch": (8, 16),
+    },
+}
 
 
 def get_config(arg: str | None = None):
@@ -108,34 +128,8 @@ def get_config(arg: str | None = None):
             eval_every=250,
         )
         base.sliceformer_fork(c)
-    else:
-        # SAMSA Table 8 row LRA-Pathfinder: 6 layers, d 128, FFN 512, 8 heads, dropout 0.3.
-        base.samsa(
-            c,
-            layers=6,
-            dim=128,
-            mlp_dim=512,
-            heads=8,
-            dropout=0.3,
-            drop_path=0.0,
-            train_examples=TRAIN_EXAMPLES,
-            k=args.k,
-            mode=args.mode,
-        )
+    else:  # SAMSA Tables 7-8 (row LRA-Pathfinder in base.SAMSA_TABLE8)
+        base.samsa(c, train_examples=TRAIN_EXAMPLES, k=args.k, mode=args.mode)
     c.data.source = "generated"
 
-    if args.preset == "cpu":
-        # About 4 minutes on 2 CPU cores, where the [B, H, 1025, 1025] attention of a 2-layer,
-        # 4-head model at batch 32 costs ~4 s per step: 20k/1k/2k generated images (hard),
-        # ONE layer (Path-X's LRA depth) of width 64 with 2 heads, 500 steps at batch 16 with
-        # 10% warm-up (peak lr 2e-3), no attention dropout.
-        c.data.num_train, c.data.num_val, c.data.num_test = 20_000, 1_000, 2_000
-        base.small_model(c, layers=1, dim=64, heads=2, mlp_dim=128)
-        c.batch_size, c.eval_batch_size = 16, 100
-        base.short_run(c, steps=500, eval_every=250, lr_peak=2e-3)
-    elif args.preset == "smoke":
-        c.data.num_train, c.data.num_val, c.data.num_test = 64, 32, 32
-        base.small_model(c, layers=1, dim=32, heads=4, mlp_dim=64)
-        base.short_run(c, steps=12, eval_every=4, lr_peak=1e-2)
-        c.batch_size, c.eval_batch_size = 8, 16
-    return base.finish(c, args)
+    return base.finish(c, args, PRESETS)

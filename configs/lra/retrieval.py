@@ -20,10 +20,25 @@ documentation (Debian `python3.11-doc`), labelled as a stand-in in every summary
 
 from __future__ import annotations
 
+from configs import common
 from configs.lra import base
 from lra import retrieval
 
 TRAIN_EXAMPLES = 147_086  # AAN train pairs (LRA), for epoch-based recipes
+
+# ---- presets: scalings of the recipe in get_config (common.finish -> common.scale) ---------------
+PRESETS = {
+    # About 4 minutes on 2 CPU cores: the offline stand-in truncated to 256 bytes per
+    # document, a 2-layer width-64 model, 800 steps at batch 16 (32 documents) with 10%
+    # warm-up (peak lr 2e-3), no attention dropout.
+    "cpu": {
+        "data": dict(source="standin", max_length=256),
+        "batch": (16, 100),
+        "model": dict(layers=2, dim=64, heads=4, mlp_dim=128),
+        "run": dict(steps=800, eval_every=200, lr_peak=2e-3),
+    },
+    "smoke": {**common.SMOKE, "data": dict(source="standin", max_length=64), "batch": (16, 32)},
+}
 
 
 def get_config(arg: str | None = None):
@@ -52,36 +67,8 @@ def get_config(arg: str | None = None):
         )
         if args.model == "sliceformer":
             base.sliceformer_fork(c)
-    else:
-        # SAMSA Table 8 row LRA-Retrieval: 6 layers, d 128, FFN 512, 8 heads, dropout 0.3
-        # (Table 1 reports hard sampling only for Retrieval).
-        base.samsa(
-            c,
-            layers=6,
-            dim=128,
-            mlp_dim=512,
-            heads=8,
-            dropout=0.3,
-            drop_path=0.0,
-            train_examples=TRAIN_EXAMPLES,
-            k=args.k,
-            mode=args.mode,
-        )
+    else:  # SAMSA Tables 7-8 (row LRA-Retrieval in base.SAMSA_TABLE8)
+        base.samsa(c, train_examples=TRAIN_EXAMPLES, k=args.k, mode=args.mode)
     c.data.source = "official"
 
-    if args.preset == "cpu":
-        # About 4 minutes on 2 CPU cores: the offline stand-in truncated to 256 bytes per
-        # document, a 2-layer width-64 model, 800 steps at batch 16 (32 documents) with 10%
-        # warm-up (peak lr 2e-3), no attention dropout.
-        c.data.source = "standin"
-        base.set_length(c, 256)
-        base.small_model(c)
-        base.short_run(c, steps=800, eval_every=200, lr_peak=2e-3)
-        c.batch_size, c.eval_batch_size = 16, 100
-    elif args.preset == "smoke":
-        c.data.source = "standin"
-        base.set_length(c, 64)
-        base.small_model(c, layers=1, dim=32, heads=4, mlp_dim=64)
-        base.short_run(c, steps=12, eval_every=4, lr_peak=1e-2)
-        c.batch_size, c.eval_batch_size = 16, 32
-    return base.finish(c, args)
+    return base.finish(c, args, PRESETS)
