@@ -16,12 +16,14 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
+from collections.abc import Mapping, Sequence
 
 from core import errors, evaluators
 
 __all__ = [
     "Cell",
     "Table",
+    "grid",
     "SPLITS",
     "METRICS",
     "load",
@@ -104,6 +106,76 @@ class Table:
 
     def cell(self, row: str, column: str) -> Cell | None:
         return next((c for c in self.cells if c.row == row and c.column == column), None)
+
+
+def grid(
+    rows: Mapping[str, object],
+    columns: Sequence[str],
+    *,
+    keep_blanks: bool = False,
+    **fields: object,
+) -> tuple[Cell, ...]:
+    """The cells of a table typed in as data: one `Cell` per (row, column) the paper prints.
+
+    A table config keeps the printed numbers as `{row: numbers in COLUMNS order}` and makes its
+    cells with one call, naming the other `Cell` fields once:
+
+        ROWS = {"GPT2": "19.513 20.966", "GPT2 + GFSA": "19.450 20.923"}
+        cells = grid(
+            ROWS,
+            ("PTB", "WikiText-2"),
+            metric="test_last.perplexity",
+            scale=1,
+            needs=lambda row, column: f"the {column} task, not built yet",
+        )
+
+    Args:
+      rows: each row label, in table order, to its numbers in `columns` order: a tuple or list
+        with one entry per column; a string of whitespace-separated entries, copied as printed
+        ("19.513 20.966"); or, when there is a single column, the entry itself.
+        An entry is a number or its printed string (the cell's `paper`, made a float); a
+        (mean, std) pair or a printed "mean±std" (`paper` and `paper_std`); or a blank, None or
+        "-" (the paper prints no number there).
+      columns: the column labels.
+      keep_blanks: a blank makes no cell unless this is set; then it makes a cell with
+        `paper=None` (a cell we still run or measure, e.g. one the paper prints as FAIL or OOM).
+      **fields: every other `Cell` field (config, metric, scale, quoted, needs, note, exact,
+        exact_args, elsewhere, mean_of): one value for every cell, or a function
+        `(row, column) -> value` where the value depends on the row or the column, e.g.
+        `metric=lambda row, column: METRIC[column]`, `note=lambda row, column:
+        NOTES.get((row, column))`.
+
+    Returns the cells row by row, each row's in column order. Raises `TableError` for a row that
+    has not one entry per column.
+    """
+    taken = {"row", "column", "paper", "paper_std"} & fields.keys()
+    if taken:
+        raise TypeError(f"grid() sets {', '.join(sorted(taken))} itself")
+    cells = []
+    for row, numbers in rows.items():
+        if isinstance(numbers, str):
+            entries = numbers.split()
+        elif len(columns) == 1:
+            entries = [numbers]
+        else:
+            entries = list(numbers)
+        if len(entries) != len(columns):
+            raise TableError(f"row {row!r}: {len(entries)} numbers for {len(columns)} columns")
+        for column, entry in zip(columns, entries, strict=True):
+            if isinstance(entry, str):
+                mean, pm, std = entry.partition("±")
+                entry = None if entry == "-" else (mean, std) if pm else mean
+            if entry is None and not keep_blanks:
+                continue
+            if entry is None:
+                paper = paper_std = None
+            elif isinstance(entry, (tuple, list)):
+                paper, paper_std = (float(x) for x in entry)
+            else:
+                paper, paper_std = float(entry), None
+            values = {name: v(row, column) if callable(v) else v for name, v in fields.items()}
+            cells.append(Cell(row=row, column=column, paper=paper, paper_std=paper_std, **values))
+    return tuple(cells)
 
 
 def _exact_function(cell: Cell, where: str = ""):

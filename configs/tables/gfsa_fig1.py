@@ -11,7 +11,7 @@ runnable yet: every domain but LRA is missing. List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMN = "Improvement (%)"
 
@@ -72,18 +72,6 @@ NOTES = (
 
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column=COLUMN,
-            paper=paper,
-            metric="derived.improvement_pct",
-            scale=1,
-            needs=needs,
-            note=CELL_NOTES.get(row),
-        )
-        for row, (paper, _, needs) in ROWS.items()
-    ]
     return Table(
         key="gfsa.fig1",
         caption="Performance improvements (%) of GFSA when integrated with different Transformer "
@@ -91,6 +79,13 @@ def get_table() -> Table:
         source="GFSA paper Figure 1; notes gfsa.md Sec. 3 (Figure 1)",
         rows=tuple(ROWS),
         columns=(COLUMN,),
-        cells=tuple(cells),
+        cells=grid(
+            {row: paper for row, (paper, _, _) in ROWS.items()},
+            (COLUMN,),
+            metric="derived.improvement_pct",
+            scale=1,
+            needs=lambda row, _: ROWS[row][2],
+            note=lambda row, _: CELL_NOTES.get(row),
+        ),
         notes=NOTES,
     )

@@ -12,7 +12,8 @@ nothing here is runnable yet. List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from configs.tables.gfsa_table39 import NEEDS  # Table 39 prints the same rows
+from core.paper_tables import Table, grid
 
 COLUMNS = ("Top-1 Acc", "Runtime (s/epoch)")
 
@@ -21,12 +22,6 @@ ROWS = {
     "DeiT-S": (79.8, 551),
     "DeiT-S + GFSA": (81.1, 814),
     "DeiT-S + GFSA_even": (81.0, 595),
-}
-
-TASK_NEEDS = "the ImageNet-1k task (vision domain) and a DeiT-S model, not built yet"
-NEEDS = {
-    "Top-1 Acc": TASK_NEEDS,
-    "Runtime (s/epoch)": f"GPU timing of the paper's setting, which needs {TASK_NEEDS}",
 }
 
 NOTES = (
@@ -44,23 +39,6 @@ NOTES = (
 
 
 def get_table() -> Table:
-    cells = []
-    for row, numbers in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers, strict=True):
-            accuracy = column == "Top-1 Acc"
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=float(paper),
-                    metric="test_best.accuracy" if accuracy else "train.seconds_per_epoch",
-                    scale=100 if accuracy else 1,
-                    quoted="Touvron et al. 2021a (DeiT) [74]"
-                    if accuracy and row == "DeiT-S"
-                    else None,
-                    needs=NEEDS[column],
-                )
-            )
     return Table(
         key="gfsa.fig3",
         caption="Effectiveness of the selective layer strategy on ImageNet-1k (12-layer DeiT-S): "
@@ -68,7 +46,20 @@ def get_table() -> Table:
         source="GFSA paper Figure 3; notes gfsa.md Sec. 3 (Figure 3)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric=lambda _, column: (
+                "test_best.accuracy" if column == "Top-1 Acc" else "train.seconds_per_epoch"
+            ),
+            scale=lambda _, column: 100 if column == "Top-1 Acc" else 1,
+            quoted=lambda row, column: (
+                "Touvron et al. 2021a (DeiT) [74]"
+                if (row, column) == ("DeiT-S", "Top-1 Acc")
+                else None
+            ),
+            needs=lambda _, column: NEEDS[column],
+        ),
         higher_is_better={"Top-1 Acc": True, "Runtime (s/epoch)": False},
         notes=NOTES,
     )

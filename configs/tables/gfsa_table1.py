@@ -12,7 +12,7 @@ what they need:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 # The printed "MNLI-m/mm" column is split in two.
 COLUMNS = ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI-m", "MNLI-mm", "QNLI", "RTE", "Avg")
@@ -65,19 +65,6 @@ def _needs(row: str) -> str:
 
 
 def get_table() -> Table:
-    cells = []
-    for row, numbers in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers.split(), strict=True):
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=float(paper),
-                    metric=METRIC.get(column, "test_last.accuracy"),
-                    scale=100,
-                    needs=_needs(row),
-                )
-            )
     return Table(
         key="gfsa.table1",
         caption=(
@@ -87,6 +74,12 @@ def get_table() -> Table:
         source="GFSA paper Table 1; notes gfsa.md Sec. 3 (Table 1)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric=lambda _, column: METRIC.get(column, "test_last.accuracy"),
+            scale=100,
+            needs=lambda row, _: _needs(row),
+        ),
         notes=NOTES,
     )

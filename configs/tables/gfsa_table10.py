@@ -10,7 +10,7 @@ cells hold the corrected assignment, each moved cell with a note. Nothing here i
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI-m", "MNLI-mm", "QNLI", "RTE")
 
@@ -68,27 +68,20 @@ def _note(row: str, column: str) -> str | None:
 
 
 def get_table() -> Table:
-    cells = []
-    for row, numbers in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers.split(), strict=True):
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=float(paper),
-                    metric=METRIC.get(column, "test_last.accuracy"),
-                    scale=100,
-                    needs="the GLUE task (language domain) and a BERT-base encoder, not built yet",
-                    note=_note(row, column),
-                )
-            )
     return Table(
         key="gfsa.table10",
         caption="Sensitivity results on various K with BERT-base + GFSA finetuned on GLUE tasks.",
         source="GFSA paper Table 10; notes gfsa.md Sec. 3 (Table 10)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric=lambda _, column: METRIC.get(column, "test_last.accuracy"),
+            scale=100,
+            needs="the GLUE task (language domain) and a BERT-base encoder, not built yet",
+            note=_note,
+        ),
         notes=NOTES,
         plot="lines",
     )

@@ -10,7 +10,7 @@ the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("PTB", "WikiText-2", "WikiText-103")
 
@@ -40,19 +40,6 @@ NOTES = (
 
 
 def get_table() -> Table:
-    cells = []
-    for row, numbers in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers.split(), strict=True):
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=float(paper),
-                    metric="test_last.perplexity",
-                    scale=1,
-                    needs=f"the {column} {LM_NEEDS}",
-                )
-            )
     return Table(
         key="gfsa.table11",
         caption="Results comparison on GPT-2 finetuned with GFSA for K = 2..9 (perplexity, lower "
@@ -60,7 +47,13 @@ def get_table() -> Table:
         source="GFSA paper Table 11; notes gfsa.md Sec. 3 (Table 11)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric="test_last.perplexity",
+            scale=1,
+            needs=lambda _, column: f"the {column} {LM_NEEDS}",
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=NOTES,
         plot="lines",

@@ -13,7 +13,7 @@ reproduced there. List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("FLOPs (G)", "Throughput (img/s)", "Top-1 Acc", "Top-1 gain (pts)")
 
@@ -24,7 +24,8 @@ METRIC = {
     "Top-1 gain (pts)": "test_best.accuracy_gain",
 }
 
-# row: the printed numbers in COLUMNS order ("-": no gain printed on a backbone row)
+# row: the printed numbers in COLUMNS order ("-": no gain printed on a backbone row, which has no
+# gain over itself; no cell)
 ROWS = {
     "DeiT-S (12L)": "4.57 856.07 79.8 -",
     "DeiT-S + GFSA (12L)": "4.57 614.54 81.1 1.3",
@@ -60,7 +61,8 @@ NOTES = (
 )
 
 
-def _needs(model: str, column: str) -> str:
+def _needs(row: str, column: str) -> str:
+    model = row.split()[0]
     task = f"the ImageNet-1k task (vision domain) and a {model} model, not built yet"
     if column.startswith("FLOPs"):
         return (
@@ -73,23 +75,6 @@ def _needs(model: str, column: str) -> str:
 
 
 def get_table() -> Table:
-    cells = []
-    for row, numbers in ROWS.items():
-        model = row.split()[0]
-        for column, paper in zip(COLUMNS, numbers.split(), strict=True):
-            if paper == "-":
-                continue  # a backbone row has no gain over itself
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=float(paper),
-                    metric=METRIC[column],
-                    scale=100 if column == "Top-1 Acc" else 1,
-                    quoted=QUOTED_TOP1.get(row) if column == "Top-1 Acc" else None,
-                    needs=_needs(model, column),
-                )
-            )
     return Table(
         key="gfsa.table12",
         caption="Experimental evaluation of GFSA plugged into DeiT-S, CaiT-S, and Swin-S: FLOPs, "
@@ -97,7 +82,14 @@ def get_table() -> Table:
         source="GFSA paper Table 12; notes gfsa.md Sec. 3 (Table 12)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric=lambda _, column: METRIC[column],
+            scale=lambda _, column: 100 if column == "Top-1 Acc" else 1,
+            quoted=lambda row, column: QUOTED_TOP1.get(row) if column == "Top-1 Acc" else None,
+            needs=_needs,
+        ),
         higher_is_better={"FLOPs (G)": False},
         notes=NOTES,
     )

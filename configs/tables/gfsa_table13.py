@@ -9,7 +9,7 @@ sweep plots as a line. Nothing here is runnable yet (no vision domain); list the
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 ROWS = {"K=2": 79.27, "K=3": 81.12, "K=4": 80.86, "K=5": 81.07}
 
@@ -23,24 +23,19 @@ NOTES = (
 
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column="Top-1 Acc",
-            paper=paper,
-            metric="test_best.accuracy",
-            scale=100,
-            needs="the ImageNet-1k task (vision domain) and a DeiT-S model, not built yet",
-        )
-        for row, paper in ROWS.items()
-    ]
     return Table(
         key="gfsa.table13",
         caption="Sensitivity to K for 12-layer DeiT-S + GFSA (ImageNet-1k top-1 %).",
         source="GFSA paper Table 13; notes gfsa.md Sec. 3 (Table 13)",
         rows=tuple(ROWS),
         columns=("Top-1 Acc",),
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            ("Top-1 Acc",),
+            metric="test_best.accuracy",
+            scale=100,
+            needs="the ImageNet-1k task (vision domain) and a DeiT-S model, not built yet",
+        ),
         notes=NOTES,
         plot="lines",
     )

@@ -10,7 +10,7 @@ Top-1 gain columns. Nothing here is runnable yet (no vision domain); list the ce
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("Top-1 Acc", "Top-1 gain (pts)")
 
@@ -98,31 +98,6 @@ def _needs(row: str) -> str:
 
 
 def get_table() -> Table:
-    cells = []
-    for row, (top1, gain, cited) in ROWS.items():
-        cells.append(
-            Cell(
-                row=row,
-                column="Top-1 Acc",
-                paper=top1,
-                metric="test_best.accuracy",
-                scale=100,
-                quoted=CITED[cited] if cited else None,
-                needs=_needs(row),
-                note=CELL_NOTES.get(row),
-            )
-        )
-        if gain is not None:
-            cells.append(
-                Cell(
-                    row=row,
-                    column="Top-1 gain (pts)",
-                    paper=gain,
-                    metric="test_best.accuracy_gain",
-                    scale=1,
-                    needs=_needs(row),
-                )
-            )
     return Table(
         key="gfsa.table15",
         caption="Compared with state-of-the-art models on ImageNet-1k (top-1 %). The number in "
@@ -130,6 +105,18 @@ def get_table() -> Table:
         source="GFSA paper Table 15; notes gfsa.md Sec. 3 (Table 15)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: (top1, gain) for row, (top1, gain, _) in ROWS.items()},
+            COLUMNS,
+            metric=lambda _, column: (
+                "test_best.accuracy" if column == "Top-1 Acc" else "test_best.accuracy_gain"
+            ),
+            scale=lambda _, column: 100 if column == "Top-1 Acc" else 1,
+            quoted=lambda row, column: (
+                CITED[ROWS[row][2]] if ROWS[row][2] and column == "Top-1 Acc" else None
+            ),
+            needs=lambda row, _: _needs(row),
+            note=lambda row, column: CELL_NOTES.get(row) if column == "Top-1 Acc" else None,
+        ),
         notes=NOTES,
     )

@@ -10,11 +10,12 @@ cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("Top-1 Acc", "Top-5 Acc")
 
-# row: (printed top-1 and top-5 %, "-" where not printed; the paper the number was copied from)
+# row: (printed top-1 and top-5 %, "-" where not printed (no cell: nothing we can run); the paper
+# the number was copied from)
 ROWS = {
     "DeiT-S": ("79.8 95.0", "Touvron et al. 2021a (DeiT) [74]"),
     "FNet-XS": ("71.2 -", "Lee-Thorp et al. 2021 (FNet) [42]"),
@@ -41,22 +42,6 @@ def _needs(row: str) -> str:
 
 
 def get_table() -> Table:
-    cells = []
-    for row, (numbers, quoted) in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers.split(), strict=True):
-            if paper == "-":
-                continue  # not printed, and nothing we can run
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=float(paper),
-                    metric=f"test_best.{'top5_' if column == 'Top-5 Acc' else ''}accuracy",
-                    scale=100,
-                    quoted=quoted,
-                    needs=_needs(row),
-                )
-            )
     return Table(
         key="gfsa.table16",
         caption="Compared with state-of-the-art models on ImageNet-1k, 12-layer setup (top-1 and "
@@ -64,6 +49,15 @@ def get_table() -> Table:
         source="GFSA paper Table 16; notes gfsa.md Sec. 3 (Table 16)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: numbers for row, (numbers, _) in ROWS.items()},
+            COLUMNS,
+            metric=lambda _, column: (
+                f"test_best.{'top5_' if column == 'Top-5 Acc' else ''}accuracy"
+            ),
+            scale=100,
+            quoted=lambda row, _: ROWS[row][1],
+            needs=lambda row, _: _needs(row),
+        ),
         notes=NOTES,
     )

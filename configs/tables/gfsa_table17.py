@@ -10,7 +10,7 @@ cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("12 layers", "16 layers", "24 layers")
 
@@ -51,20 +51,6 @@ def _needs(row: str) -> str:
 
 
 def get_table() -> Table:
-    cells = []
-    for row, numbers in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers.split(), strict=True):
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=float(paper),
-                    metric="test_best.accuracy",
-                    scale=100,
-                    needs=_needs(row),
-                    note=CELL_NOTES.get((row, column)),
-                )
-            )
     return Table(
         key="gfsa.table17",
         caption="ImageNet-1k top-1 accuracy (%) in the ContraNorm setting, DeiT-T and DeiT-S at "
@@ -72,6 +58,13 @@ def get_table() -> Table:
         source="GFSA paper Table 17; notes gfsa.md Sec. 3 (Table 17)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric="test_best.accuracy",
+            scale=100,
+            needs=lambda row, _: _needs(row),
+            note=lambda row, column: CELL_NOTES.get((row, column)),
+        ),
         notes=NOTES,
     )

@@ -10,7 +10,7 @@ cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("12 layers", "16 layers", "24 layers")
 
@@ -34,20 +34,6 @@ NOTES = (
 
 
 def get_table() -> Table:
-    cells = []
-    for row, numbers in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers.split(), strict=True):
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=float(paper),
-                    metric="test_best.accuracy",
-                    scale=100,
-                    needs=f"the ImageNet-1k task (vision domain) and a {row.split()[0]} model, "
-                    "not built yet",
-                )
-            )
     return Table(
         key="gfsa.table18",
         caption="Varying K for DeiT-T + GFSA and DeiT-S + GFSA in the ContraNorm setting "
@@ -55,6 +41,14 @@ def get_table() -> Table:
         source="GFSA paper Table 18; notes gfsa.md Sec. 3 (Table 18)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric="test_best.accuracy",
+            scale=100,
+            needs=lambda row, _: (
+                f"the ImageNet-1k task (vision domain) and a {row.split()[0]} model, not built yet"
+            ),
+        ),
         notes=NOTES,
     )

@@ -10,7 +10,7 @@ runnable yet (no language domain); list the cells and what they need:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("PTB", "WikiText-2", "WikiText-103", "Avg")
 
@@ -42,19 +42,6 @@ NOTES = (
 
 
 def get_table() -> Table:
-    cells = []
-    for row, numbers in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers.split(), strict=True):
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=float(paper),
-                    metric="test_last.perplexity",
-                    scale=1,
-                    needs=NEEDS[column],
-                )
-            )
     return Table(
         key="gfsa.table2",
         caption=(
@@ -64,7 +51,13 @@ def get_table() -> Table:
         source="GFSA paper Table 2; notes gfsa.md Sec. 3 (Table 2)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric="test_last.perplexity",
+            scale=1,
+            needs=lambda _, column: NEEDS[column],
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=NOTES,
     )

@@ -10,7 +10,7 @@ the graphs domain (PCQM4M/PCQM4Mv2 and a Graphormer encoder) is not built. List 
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("PCQM4M Train", "PCQM4M Validate", "PCQM4Mv2 Train", "PCQM4Mv2 Validate")
 
@@ -27,21 +27,6 @@ NEEDS = {
 
 
 def get_table() -> Table:
-    cells = []
-    for row, numbers in ROWS.items():
-        for column, (mean, std) in zip(COLUMNS, numbers, strict=True):
-            dataset, split = column.split()
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=mean,
-                    paper_std=std,
-                    metric="train_last.mae" if split == "Train" else "val_best.mae",
-                    scale=1.0,
-                    needs=NEEDS[dataset],
-                )
-            )
     return Table(
         key="gfsa.table21",
         caption=(
@@ -51,7 +36,15 @@ def get_table() -> Table:
         source="GFSA paper Table 21; notes gfsa.md Sec. 3 (Table 21)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric=lambda _, column: (
+                "train_last.mae" if column.endswith(" Train") else "val_best.mae"
+            ),
+            scale=1.0,
+            needs=lambda _, column: NEEDS[column.split()[0]],
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "Table 5 prints the same means without the stds; this table duplicates it.",

@@ -9,7 +9,7 @@ Nothing here is runnable yet (no code domain). List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMN = "Clone F1"
 
@@ -36,24 +36,19 @@ def needs(backbone: str) -> str:
 
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column=COLUMN,
-            paper=paper,
-            metric="test_best.f1",
-            needs=needs(backbone),
-            note=NOTES.get(row),
-        )
-        for row, (paper, backbone) in ROWS.items()
-    ]
     return Table(
         key="gfsa.table22",
         caption="Results on the code clone detection task (F1 %).",
         source="GFSA paper Table 22; notes gfsa.md Sec. 3 (Table 22)",
         rows=tuple(ROWS),
         columns=(COLUMN,),
-        cells=tuple(cells),
+        cells=grid(
+            {row: paper for row, (paper, _) in ROWS.items()},
+            (COLUMN,),
+            metric="test_best.f1",
+            needs=lambda row, _: needs(ROWS[row][1]),
+            note=lambda row, _: NOTES.get(row),
+        ),
         notes=(
             "Java clone pairs of Wang et al. 2020 (BigCloneBench via CodeXGLUE). Pretrained "
             "CodeT5-small (60M) / CodeT5-base (220M) fine-tuned for 1 epoch, batch 16 (the "

@@ -11,7 +11,7 @@ attention on synthetic tensors, a related but different quantity. List the cells
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI-m/mm", "QNLI", "RTE", "Avg")
 
@@ -35,19 +35,6 @@ def needs(encoder: str) -> str:
 
 
 def get_table() -> Table:
-    cells = []
-    for row, (encoder, numbers) in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers, strict=True):
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=float(paper),
-                    metric="train.seconds_per_epoch",
-                    scale=1.0,
-                    needs=needs(encoder),
-                )
-            )
     return Table(
         key="gfsa.table23",
         caption="Training time (seconds per epoch) on GLUE tasks. Avg is the average training "
@@ -55,7 +42,13 @@ def get_table() -> Table:
         source="GFSA paper Table 23; notes gfsa.md Sec. 3 (Table 23)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: numbers for row, (_, numbers) in ROWS.items()},
+            COLUMNS,
+            metric="train.seconds_per_epoch",
+            scale=1.0,
+            needs=lambda row, _: needs(ROWS[row][0]),
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "#Params (BERT 110M, ALBERT 11M, RoBERTa 125M, unchanged by GFSA) is a descriptive "

@@ -11,7 +11,8 @@ attention at n = 64..1024 on synthetic tensors, a related but different quantity
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from configs.tables.gfsa_table2 import NEEDS as TASK_NEEDS  # Table 2's tasks
+from core.paper_tables import Table, grid
 
 COLUMNS = ("PTB", "WikiText-2", "WikiText-103", "Avg")
 
@@ -20,13 +21,6 @@ ROWS = {  # seconds per epoch in COLUMNS order
     "GPT2 + GFSA": (160.3, 354.2, 17424.6, 5979.7),
 }
 
-LM_NEEDS = "(language domain) and a GPT-2 decoder, not built yet"
-TASK_NEEDS = {
-    "PTB": f"the PTB causal language-modelling task {LM_NEEDS}",
-    "WikiText-2": f"the WikiText-2 causal language-modelling task {LM_NEEDS}",
-    "WikiText-103": f"the WikiText-103 causal language-modelling task {LM_NEEDS}",
-    "Avg": f"the PTB, WikiText-2 and WikiText-103 causal language-modelling tasks {LM_NEEDS}",
-}
 NEEDS = {
     column: f"GPU timing of the paper's setting, which needs {needs}"
     for column, needs in TASK_NEEDS.items()
@@ -38,27 +32,20 @@ NOTES = {
 
 
 def get_table() -> Table:
-    cells = []
-    for row, numbers in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers, strict=True):
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=paper,
-                    metric="train.seconds_per_epoch",
-                    scale=1.0,
-                    needs=NEEDS[column],
-                    note=NOTES.get((row, column)),
-                )
-            )
     return Table(
         key="gfsa.table24",
         caption="Training time (seconds per epoch) on causal language modeling tasks.",
         source="GFSA paper Table 24; notes gfsa.md Sec. 3 (Table 24)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric="train.seconds_per_epoch",
+            scale=1.0,
+            needs=lambda _, column: NEEDS[column],
+            note=lambda row, column: NOTES.get((row, column)),
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "#Params (117M for both rows) is a descriptive column, dropped.",

@@ -11,9 +11,14 @@ synthetic-tensor overhead measurements, a related but different quantity. List t
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("FLOPs (G)", "Throughput (img/s)", "Runtime (s/epoch)")
+METRIC = {
+    "FLOPs (G)": "model.gflops",
+    "Throughput (img/s)": "eval.images_per_s",
+    "Runtime (s/epoch)": "train.seconds_per_epoch",
+}
 
 # row: (model, (FLOPs G, throughput img/s, seconds per epoch))
 ROWS = {
@@ -42,30 +47,19 @@ def needs(model: str, column: str) -> str:
 
 
 def get_table() -> Table:
-    cells = []
-    for row, (model, numbers) in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers, strict=True):
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=float(paper),
-                    metric={
-                        "FLOPs (G)": "model.gflops",
-                        "Throughput (img/s)": "eval.images_per_s",
-                        "Runtime (s/epoch)": "train.seconds_per_epoch",
-                    }[column],
-                    scale=1.0,
-                    needs=needs(model, column),
-                )
-            )
     return Table(
         key="gfsa.table25",
         caption="Training time (seconds per epoch) on ImageNet-1k, with FLOPs and throughput.",
         source="GFSA paper Table 25; notes gfsa.md Sec. 3 (Table 25)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: numbers for row, (_, numbers) in ROWS.items()},
+            COLUMNS,
+            metric=lambda _, column: METRIC[column],
+            scale=1.0,
+            needs=lambda row, column: needs(ROWS[row][0], column),
+        ),
         higher_is_better={
             "FLOPs (G)": False,
             "Throughput (img/s)": True,

@@ -10,7 +10,7 @@ List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("LibriSpeech 100h", "LibriSpeech 960h")
 
@@ -31,25 +31,19 @@ def needs(model: str) -> str:
 
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column=column,
-            paper=paper,
-            metric="train.seconds_per_epoch",
-            scale=1.0,
-            needs=needs(model),
-        )
-        for row, (model, numbers) in ROWS.items()
-        for column, paper in zip(COLUMNS, numbers, strict=True)
-    ]
     return Table(
         key="gfsa.table27",
         caption="Training time (seconds per epoch) on LibriSpeech datasets.",
         source="GFSA paper Table 27; notes gfsa.md Sec. 3 (Table 27)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: numbers for row, (_, numbers) in ROWS.items()},
+            COLUMNS,
+            metric="train.seconds_per_epoch",
+            scale=1.0,
+            needs=lambda row, _: needs(ROWS[row][0]),
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "Setting (notes Sec. 2.5, Table 19): SpeechBrain recipes, Transformer (71.5M, 100 "

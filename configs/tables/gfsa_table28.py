@@ -10,7 +10,7 @@ List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMN = "Runtime (s/epoch)"
 
@@ -42,25 +42,20 @@ def needs(model: str) -> str:
 
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column=COLUMN,
-            paper=paper,
-            metric="train.seconds_per_epoch",
-            scale=1.0,
-            needs=needs(model),
-            note=NOTES.get(row),
-        )
-        for row, (model, paper) in ROWS.items()
-    ]
     return Table(
         key="gfsa.table28",
         caption="Training time (seconds per epoch) on the code defect prediction task.",
         source="GFSA paper Table 28; notes gfsa.md Sec. 3 (Table 28)",
         rows=tuple(ROWS),
         columns=(COLUMN,),
-        cells=tuple(cells),
+        cells=grid(
+            {row: paper for row, (_, paper) in ROWS.items()},
+            (COLUMN,),
+            metric="train.seconds_per_epoch",
+            scale=1.0,
+            needs=lambda row, _: needs(ROWS[row][0]),
+            note=lambda row, _: NOTES.get(row),
+        ),
         higher_is_better={COLUMN: False},
         notes=(
             "Setting (notes Sec. 2.6): CodeT5 codebase, pretrained models fine-tuned on Devign, "

@@ -10,7 +10,10 @@ domain). List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from configs.tables.gfsa_table23 import (
+    needs,
+)  # the same wording as Table 23: the training times of the same models
+from core.paper_tables import Table, grid
 
 COLUMNS = ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI-m/mm", "QNLI", "RTE", "Avg")
 
@@ -25,14 +28,6 @@ ROWS = {
 }
 
 
-def needs(encoder: str) -> str:
-    article = "an" if encoder[0] in "AEIOU" else "a"
-    return (
-        "GPU timing of the paper's setting, which needs the GLUE task (language domain) and "
-        f"{article} {encoder} encoder, not built yet"
-    )
-
-
 def _avg_note(numbers) -> str:
     mean = sum(numbers[:-1]) / (len(numbers) - 1)
     return (
@@ -42,27 +37,20 @@ def _avg_note(numbers) -> str:
 
 
 def get_table() -> Table:
-    cells = []
-    for row, (encoder, numbers) in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers, strict=True):
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=paper,
-                    metric="test.inference_seconds",
-                    scale=1.0,
-                    needs=needs(encoder),
-                    note=_avg_note(numbers) if column == "Avg" else None,
-                )
-            )
     return Table(
         key="gfsa.table29",
         caption="Inference time (seconds) on GLUE tasks. Avg is the average over all tasks.",
         source="GFSA paper Table 29; notes gfsa.md Sec. 3 (Table 29)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: numbers for row, (_, numbers) in ROWS.items()},
+            COLUMNS,
+            metric="test.inference_seconds",
+            scale=1.0,
+            needs=lambda row, _: needs(ROWS[row][0]),
+            note=lambda row, column: _avg_note(ROWS[row][1]) if column == "Avg" else None,
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "The printed caption says 'Avg denotes the average training time across all tasks', "

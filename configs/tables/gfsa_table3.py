@@ -11,7 +11,7 @@ cells and what they need:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 # The papers the table cites beside its rows ([n]: the GFSA paper's reference number).
 CITED = {
@@ -77,25 +77,20 @@ def _needs(row: str) -> str:
 
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column="Top-1 Acc",
-            paper=paper,
-            metric="test_best.accuracy",
-            scale=100,
-            quoted=CITED[cited] if cited else None,
-            needs=_needs(row),
-            note=CELL_NOTES.get(row),
-        )
-        for row, (paper, cited) in ROWS.items()
-    ]
     return Table(
         key="gfsa.table3",
         caption="Results comparison on ImageNet-1k (top-1 accuracy %).",
         source="GFSA paper Table 3; notes gfsa.md Sec. 3 (Table 3)",
         rows=tuple(ROWS),
         columns=("Top-1 Acc",),
-        cells=tuple(cells),
+        cells=grid(
+            {row: paper for row, (paper, _) in ROWS.items()},
+            ("Top-1 Acc",),
+            metric="test_best.accuracy",
+            scale=100,
+            quoted=lambda row, _: CITED[ROWS[row][1]] if ROWS[row][1] else None,
+            needs=lambda row, _: _needs(row),
+            note=lambda row, _: CELL_NOTES.get(row),
+        ),
         notes=NOTES,
     )

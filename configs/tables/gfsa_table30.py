@@ -10,7 +10,8 @@ domain). List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from configs.tables.gfsa_table24 import NEEDS  # the same wording as Table 24
+from core.paper_tables import Table, grid
 
 COLUMNS = ("PTB", "WikiText-2", "WikiText-103", "Avg")
 
@@ -19,39 +20,21 @@ ROWS = {  # inference seconds in COLUMNS order
     "GPT2 + GFSA": (5.5, 12.9, 12.9, 10.4),
 }
 
-LM_NEEDS = "(language domain) and a GPT-2 decoder, not built yet"
-TASK_NEEDS = {
-    "PTB": f"the PTB causal language-modelling task {LM_NEEDS}",
-    "WikiText-2": f"the WikiText-2 causal language-modelling task {LM_NEEDS}",
-    "WikiText-103": f"the WikiText-103 causal language-modelling task {LM_NEEDS}",
-    "Avg": f"the PTB, WikiText-2 and WikiText-103 causal language-modelling tasks {LM_NEEDS}",
-}
-NEEDS = {
-    column: f"GPU timing of the paper's setting, which needs {needs}"
-    for column, needs in TASK_NEEDS.items()
-}
-
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column=column,
-            paper=paper,
-            metric="test.inference_seconds",
-            scale=1.0,
-            needs=NEEDS[column],
-        )
-        for row, numbers in ROWS.items()
-        for column, paper in zip(COLUMNS, numbers, strict=True)
-    ]
     return Table(
         key="gfsa.table30",
         caption="Inference time (seconds) on causal language modeling tasks.",
         source="GFSA paper Table 30; notes gfsa.md Sec. 3 (Table 30)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric="test.inference_seconds",
+            scale=1.0,
+            needs=lambda _, column: NEEDS[column],
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "#Params (117M for both rows) is a descriptive column, dropped.",

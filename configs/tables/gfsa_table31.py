@@ -10,7 +10,7 @@ domain). List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMN = "Inference Time (s)"
 
@@ -35,24 +35,19 @@ def needs(model: str) -> str:
 
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column=COLUMN,
-            paper=float(paper),
-            metric="test.inference_seconds",
-            scale=1.0,
-            needs=needs(model),
-        )
-        for row, (model, paper) in ROWS.items()
-    ]
     return Table(
         key="gfsa.table31",
         caption="Inference time (seconds) on ImageNet-1k.",
         source="GFSA paper Table 31; notes gfsa.md Sec. 3 (Table 31)",
         rows=tuple(ROWS),
         columns=(COLUMN,),
-        cells=tuple(cells),
+        cells=grid(
+            {row: paper for row, (_, paper) in ROWS.items()},
+            (COLUMN,),
+            metric="test.inference_seconds",
+            scale=1.0,
+            needs=lambda row, _: needs(ROWS[row][0]),
+        ),
         higher_is_better={COLUMN: False},
         notes=(
             "Backbone and #Layers go into the row labels (Swin-S: 24 layers as printed here).",

@@ -10,7 +10,10 @@ graphs domain). List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from configs.tables.gfsa_table26 import (
+    needs,
+)  # the same wording as Table 26: the training times of the same models
+from core.paper_tables import Table, grid
 
 COLUMNS = ("ZINC", "PCQM4M", "PCQM4Mv2")
 
@@ -25,34 +28,21 @@ NOTES = {
 }
 
 
-def needs(dataset: str) -> str:
-    return (
-        f"GPU timing of the paper's setting, which needs the {dataset} task (graphs domain) "
-        "and a Graphormer encoder, not built yet"
-    )
-
-
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column=column,
-            paper=float(paper),
-            metric="test.inference_seconds",
-            scale=1.0,
-            needs=needs(column),
-            note=NOTES.get((row, column)),
-        )
-        for row, numbers in ROWS.items()
-        for column, paper in zip(COLUMNS, numbers, strict=True)
-    ]
     return Table(
         key="gfsa.table32",
         caption="Inference time (seconds) on graph-level tasks.",
         source="GFSA paper Table 32; notes gfsa.md Sec. 3 (Table 32)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric="test.inference_seconds",
+            scale=1.0,
+            needs=lambda _, column: needs(column),
+            note=lambda row, column: NOTES.get((row, column)),
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "Setting (notes Sec. 2.4): Graphormer-SLIM on ZINC, Graphormer base on "

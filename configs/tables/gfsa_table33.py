@@ -10,7 +10,10 @@ domain). List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from configs.tables.gfsa_table27 import (
+    needs,
+)  # the same wording as Table 27: the training times of the same models
+from core.paper_tables import Table, grid
 
 COLUMNS = ("LibriSpeech 100h", "LibriSpeech 960h")
 
@@ -23,33 +26,20 @@ ROWS = {
 }
 
 
-def needs(model: str) -> str:
-    return (
-        "GPU timing of the paper's setting, which needs the LibriSpeech ASR task (speech "
-        f"domain) and a {model} ASR model, not built yet"
-    )
-
-
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column=column,
-            paper=paper,
-            metric="test.inference_seconds",
-            scale=1.0,
-            needs=needs(model),
-        )
-        for row, (model, numbers) in ROWS.items()
-        for column, paper in zip(COLUMNS, numbers, strict=True)
-    ]
     return Table(
         key="gfsa.table33",
         caption="Inference time (seconds) on LibriSpeech datasets.",
         source="GFSA paper Table 33; notes gfsa.md Sec. 3 (Table 33)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: numbers for row, (_, numbers) in ROWS.items()},
+            COLUMNS,
+            metric="test.inference_seconds",
+            scale=1.0,
+            needs=lambda row, _: needs(ROWS[row][0]),
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "Setting (notes Sec. 2.5): SpeechBrain recipes with joint CTC/attention beam search "

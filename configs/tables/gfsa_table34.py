@@ -10,7 +10,10 @@ List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from configs.tables.gfsa_table28 import (
+    needs,
+)  # the same wording as Table 28: the training times of the same models
+from core.paper_tables import Table, grid
 
 COLUMN = "Inference Time (s)"
 
@@ -29,32 +32,20 @@ ROWS = {
 }
 
 
-def needs(model: str) -> str:
-    return (
-        "GPU timing of the paper's setting, which needs the Devign defect-detection task "
-        f"(code domain) and a {model} model, not built yet"
-    )
-
-
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column=COLUMN,
-            paper=paper,
-            metric="test.inference_seconds",
-            scale=1.0,
-            needs=needs(model),
-        )
-        for row, (model, paper) in ROWS.items()
-    ]
     return Table(
         key="gfsa.table34",
         caption="Inference time (seconds) on the code defect prediction task.",
         source="GFSA paper Table 34; notes gfsa.md Sec. 3 (Table 34)",
         rows=tuple(ROWS),
         columns=(COLUMN,),
-        cells=tuple(cells),
+        cells=grid(
+            {row: paper for row, (_, paper) in ROWS.items()},
+            (COLUMN,),
+            metric="test.inference_seconds",
+            scale=1.0,
+            needs=lambda row, _: needs(ROWS[row][0]),
+        ),
         higher_is_better={COLUMN: False},
         notes=(
             "Setting (notes Sec. 2.6): Devign evaluation of the fine-tuned models (source "

@@ -10,7 +10,7 @@ mechanism's `even_layers_only=True`). List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI-m", "MNLI-mm", "QNLI", "RTE", "Avg")
 
@@ -34,17 +34,6 @@ NEEDS = "the GLUE task (language domain) and a BERT-base encoder, not built yet"
 
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column=column,
-            paper=paper,
-            metric=METRIC.get(column, "val_best.accuracy"),
-            needs=NEEDS,
-        )
-        for row, numbers in ROWS.items()
-        for column, paper in zip(COLUMNS, numbers, strict=True)
-    ]
     return Table(
         key="gfsa.table35",
         caption="Comparison of performance using GFSA on all layers vs. GFSA_even on even "
@@ -52,7 +41,12 @@ def get_table() -> Table:
         source="GFSA paper Table 35; notes gfsa.md Sec. 3 (Table 35)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric=lambda _, column: METRIC.get(column, "val_best.accuracy"),
+            needs=NEEDS,
+        ),
         notes=(
             "The paper prints MNLI as one 'MNLI-m/mm' cell; it is split into two columns. "
             "#Params (110M) is a descriptive column, dropped. Avg is the mean of the 9 numbers.",

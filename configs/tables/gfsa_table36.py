@@ -10,7 +10,7 @@ domain). List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI-m/mm", "QNLI", "RTE", "Avg")
 
@@ -27,18 +27,6 @@ NEEDS = (
 
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column=column,
-            paper=float(paper),
-            metric="train.seconds_per_epoch",
-            scale=1.0,
-            needs=NEEDS,
-        )
-        for row, numbers in ROWS.items()
-        for column, paper in zip(COLUMNS, numbers, strict=True)
-    ]
     return Table(
         key="gfsa.table36",
         caption="Comparison of training time (seconds per epoch) using GFSA on all layers vs. "
@@ -46,7 +34,7 @@ def get_table() -> Table:
         source="GFSA paper Table 36; notes gfsa.md Sec. 3 (Table 36)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(ROWS, COLUMNS, metric="train.seconds_per_epoch", scale=1.0, needs=NEEDS),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "The BERT-BASE and BERT-BASE + GFSA rows repeat Table 23.",

@@ -10,7 +10,8 @@ mechanism's `even_layers_only=True`). List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from configs.tables.gfsa_table2 import NEEDS  # the same wording as Table 2
+from core.paper_tables import Table, grid
 
 COLUMNS = ("PTB", "WikiText-2", "WikiText-103", "Avg")
 
@@ -20,28 +21,8 @@ ROWS = {  # perplexity in COLUMNS order
     "GPT2 + GFSA_even": (19.453, 20.926, 15.923, 18.767),
 }
 
-LM_NEEDS = "(language domain) and a GPT-2 decoder, not built yet"
-NEEDS = {
-    "PTB": f"the PTB causal language-modelling task {LM_NEEDS}",
-    "WikiText-2": f"the WikiText-2 causal language-modelling task {LM_NEEDS}",
-    "WikiText-103": f"the WikiText-103 causal language-modelling task {LM_NEEDS}",
-    "Avg": f"the PTB, WikiText-2 and WikiText-103 causal language-modelling tasks {LM_NEEDS}",
-}
-
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column=column,
-            paper=paper,
-            metric="val_best.perplexity",
-            scale=1.0,
-            needs=NEEDS[column],
-        )
-        for row, numbers in ROWS.items()
-        for column, paper in zip(COLUMNS, numbers, strict=True)
-    ]
     return Table(
         key="gfsa.table37",
         caption="Comparison of performance (perplexity) using GFSA on all layers vs. GFSA_even "
@@ -49,7 +30,13 @@ def get_table() -> Table:
         source="GFSA paper Table 37; notes gfsa.md Sec. 3 (Table 37)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric="val_best.perplexity",
+            scale=1.0,
+            needs=lambda _, column: NEEDS[column],
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "The GPT2 and GPT2 + GFSA rows repeat Table 2. #Params (117M) is a descriptive "

@@ -10,7 +10,8 @@ language domain). List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from configs.tables.gfsa_table24 import NEEDS  # the same wording as Table 24
+from core.paper_tables import Table, grid
 
 COLUMNS = ("PTB", "WikiText-2", "WikiText-103", "Avg")
 
@@ -20,37 +21,12 @@ ROWS = {  # seconds per epoch in COLUMNS order
     "GPT2 + GFSA_even": (127.4, 279.1, 13761.4, 4722.6),
 }
 
-LM_NEEDS = "(language domain) and a GPT-2 decoder, not built yet"
-TASK_NEEDS = {
-    "PTB": f"the PTB causal language-modelling task {LM_NEEDS}",
-    "WikiText-2": f"the WikiText-2 causal language-modelling task {LM_NEEDS}",
-    "WikiText-103": f"the WikiText-103 causal language-modelling task {LM_NEEDS}",
-    "Avg": f"the PTB, WikiText-2 and WikiText-103 causal language-modelling tasks {LM_NEEDS}",
-}
-NEEDS = {
-    column: f"GPU timing of the paper's setting, which needs {needs}"
-    for column, needs in TASK_NEEDS.items()
-}
-
 NOTES = {
     ("GPT2", "Avg"): "The mean of the three printed times is 3307.7 (9923.2 / 3), not 3307.8.",
 }
 
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column=column,
-            paper=paper,
-            metric="train.seconds_per_epoch",
-            scale=1.0,
-            needs=NEEDS[column],
-            note=NOTES.get((row, column)),
-        )
-        for row, numbers in ROWS.items()
-        for column, paper in zip(COLUMNS, numbers, strict=True)
-    ]
     return Table(
         key="gfsa.table38",
         caption="Comparison of training time (seconds per epoch) using GFSA on all layers vs. "
@@ -58,7 +34,14 @@ def get_table() -> Table:
         source="GFSA paper Table 38; notes gfsa.md Sec. 3 (Table 38)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric="train.seconds_per_epoch",
+            scale=1.0,
+            needs=lambda _, column: NEEDS[column],
+            note=lambda row, column: NOTES.get((row, column)),
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "The GPT2 and GPT2 + GFSA rows repeat Table 24. #Params (117M) is a descriptive "

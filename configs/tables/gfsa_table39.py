@@ -10,7 +10,7 @@ mechanism's `even_layers_only=True`). List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("Top-1 Acc", "Runtime (s/epoch)")
 
@@ -31,19 +31,6 @@ QUOTED = {("DeiT-S", "Top-1 Acc"): "Touvron et al. 2021 (DeiT)"}
 
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column=column,
-            paper=float(paper),
-            metric="val_best.accuracy" if column == "Top-1 Acc" else "train.seconds_per_epoch",
-            scale=100.0 if column == "Top-1 Acc" else 1.0,
-            quoted=QUOTED.get((row, column)),
-            needs=NEEDS[column],
-        )
-        for row, numbers in ROWS.items()
-        for column, paper in zip(COLUMNS, numbers, strict=True)
-    ]
     return Table(
         key="gfsa.table39",
         caption="Comparison of using GFSA on all layers vs. GFSA_even on even layers for "
@@ -51,7 +38,16 @@ def get_table() -> Table:
         source="GFSA paper Table 39; notes gfsa.md Sec. 3 (Table 39)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric=lambda _, column: (
+                "val_best.accuracy" if column == "Top-1 Acc" else "train.seconds_per_epoch"
+            ),
+            scale=lambda _, column: 100.0 if column == "Top-1 Acc" else 1.0,
+            quoted=lambda row, column: QUOTED.get((row, column)),
+            needs=lambda _, column: NEEDS[column],
+        ),
         higher_is_better={"Top-1 Acc": True, "Runtime (s/epoch)": False},
         notes=(
             "Input Size (224), #Layers (12) and #Params are descriptive columns, dropped; the "

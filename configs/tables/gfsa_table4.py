@@ -9,7 +9,7 @@ deviation over 4 seeds. Nothing here is runnable yet (no graphs domain); list th
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 ROWS = {"Graphormer": 0.1240, "Graphormer + GFSA": 0.1189}
 
@@ -26,17 +26,13 @@ NOTES = (
 
 
 def get_table() -> Table:
-    cells = [
-        Cell(row=row, column="MAE", paper=paper, metric="test_best.mae", scale=1, needs=NEEDS)
-        for row, paper in ROWS.items()
-    ]
     return Table(
         key="gfsa.table4",
         caption="Results on ZINC (MAE, lower is better).",
         source="GFSA paper Table 4; notes gfsa.md Sec. 3 (Table 4)",
         rows=tuple(ROWS),
         columns=("MAE",),
-        cells=tuple(cells),
+        cells=grid(ROWS, ("MAE",), metric="test_best.mae", scale=1, needs=NEEDS),
         higher_is_better={"MAE": False},
         notes=NOTES,
     )

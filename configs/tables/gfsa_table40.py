@@ -15,7 +15,7 @@ LRA base recipes (configs/lra/base.py); run them:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 TASKS = {  # column prefix: config file
     "ListOps": "configs/lra/listops.py",
@@ -55,7 +55,14 @@ COST_NEEDS = {
 COST_METRIC = {"Runtime (s/1k steps)": "train.seconds_per_1000_steps", "GPU (GB)": "train.peak_gb"}
 
 
-def _needs(row: str, quantity: str) -> str | None:
+def _config(row: str, column: str) -> str | None:
+    task, quantity = column.split(" ", 1)
+    args = ROWS[row][0]
+    return f"{TASKS[task]}:{args}" if args is not None and quantity == "Accuracy" else None
+
+
+def _needs(row: str, column: str) -> str | None:
+    quantity = column.split(" ", 1)[1]
     mechanism = MECHANISM_NEEDS.get(row)
     if quantity == "Accuracy":
         return mechanism
@@ -65,24 +72,6 @@ def _needs(row: str, quantity: str) -> str | None:
 
 
 def get_table() -> Table:
-    cells = []
-    for row, (args, numbers) in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers, strict=True):
-            task, quantity = column.split(" ", 1)
-            runnable = args is not None and quantity == "Accuracy"
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=paper,
-                    config=f"{TASKS[task]}:{args}" if runnable else None,
-                    metric="test_best.accuracy"
-                    if quantity == "Accuracy"
-                    else COST_METRIC[quantity],
-                    scale=100.0 if quantity == "Accuracy" else 1.0,
-                    needs=None if runnable else _needs(row, quantity),
-                )
-            )
     return Table(
         key="gfsa.table40",
         caption="Comparison of accuracy (%), runtime (s per 1,000 steps) and GPU usage (GB) on "
@@ -90,7 +79,18 @@ def get_table() -> Table:
         source="GFSA paper Table 40; notes gfsa.md Sec. 3 (Table 40)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: numbers for row, (_, numbers) in ROWS.items()},
+            COLUMNS,
+            config=_config,
+            metric=lambda _, column: (
+                "test_best.accuracy"
+                if column.endswith(" Accuracy")
+                else COST_METRIC[column.split(" ", 1)[1]]
+            ),
+            scale=lambda _, column: 100.0 if column.endswith(" Accuracy") else 1.0,
+            needs=_needs,
+        ),
         higher_is_better={column: column.endswith("Accuracy") for column in COLUMNS},
         notes=(
             "App. U gives no model sizes, steps, batch, codebase, hardware or K (notes "

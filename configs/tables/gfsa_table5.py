@@ -10,7 +10,7 @@ deviation over 4 seeds. Nothing here is runnable yet (no graphs domain); list th
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("PCQM4M Train", "PCQM4M Validate", "PCQM4Mv2 Train", "PCQM4Mv2 Validate")
 
@@ -34,30 +34,28 @@ NOTES = (
 )
 
 
+def _needs(column: str) -> str:
+    dataset = column.split()[0]
+    return f"the {dataset} task (graphs domain) and a Graphormer encoder, not built yet"
+
+
 def get_table() -> Table:
-    cells = []
-    for row, numbers in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers.split(), strict=True):
-            dataset, split = column.split()
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=float(paper),
-                    metric="train_last.mae" if split == "Train" else "val_best.mae",
-                    scale=1,
-                    needs=f"the {dataset} task (graphs domain) and a Graphormer encoder, "
-                    "not built yet",
-                    note=CELL_NOTES.get((row, column)),
-                )
-            )
     return Table(
         key="gfsa.table5",
         caption="Results on PCQM4M and PCQM4Mv2 (MAE, lower is better).",
         source="GFSA paper Table 5; notes gfsa.md Sec. 3 (Table 5)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric=lambda _, column: (
+                "train_last.mae" if column.endswith(" Train") else "val_best.mae"
+            ),
+            scale=1,
+            needs=lambda _, column: _needs(column),
+            note=lambda row, column: CELL_NOTES.get((row, column)),
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=NOTES,
     )

@@ -10,7 +10,7 @@ here is runnable yet (no graphs domain); list the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 # column: (dataset phrase for `needs`, summary metric, higher is better)
 COLUMNS = {
@@ -23,7 +23,8 @@ COLUMNS = {
     "ZINC MAE": ("ZINC", "test_best.mae", False),
 }
 
-# row: the printed "mean±std" in COLUMNS order ("-": not run by the authors)
+# row: the printed "mean±std" in COLUMNS order ("-": not run by the authors, and nothing we can
+# run: no cell)
 ROWS = {
     "GPS": "0.6535±0.0041 0.2500±0.0005 0.9805±0.0013 0.7230±0.0036 - - 0.070±0.004",
     "GPS + GFSA": "0.6593±0.0094 0.2496±0.0013 0.9814±0.0014 0.7244±0.0048 - - 0.069±0.002",
@@ -59,36 +60,12 @@ NOTES = (
 )
 
 
-def _split(printed: str) -> tuple[float | None, float | None]:
-    if printed == "-":
-        return None, None
-    mean, std = printed.split("±")
-    return float(mean), float(std)
+def _needs(row: str, column: str) -> str:
+    dataset, model = COLUMNS[column][0], row.split()[0]
+    return f"the {dataset} task (graphs domain) and a {model} model, not built yet"
 
 
 def get_table() -> Table:
-    cells = []
-    for row, numbers in ROWS.items():
-        model = row.split()[0]
-        for (column, (dataset, metric, _)), printed in zip(
-            COLUMNS.items(), numbers.split(), strict=True
-        ):
-            paper, std = _split(printed)
-            if paper is None:
-                continue  # "-" in the paper and nothing we can run
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=paper,
-                    paper_std=std,
-                    quoted=None if (row, column) in DAGGER else QUOTED.get(row),
-                    metric=metric,
-                    scale=1,
-                    needs=f"the {dataset} task (graphs domain) and a {model} model, not built yet",
-                    note=CELL_NOTES.get((row, column)),
-                )
-            )
     return Table(
         key="gfsa.table6",
         caption=(
@@ -98,7 +75,15 @@ def get_table() -> Table:
         source="GFSA paper Table 6; notes gfsa.md Sec. 3 (Table 6)",
         rows=tuple(ROWS),
         columns=tuple(COLUMNS),
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            tuple(COLUMNS),
+            metric=lambda _, column: COLUMNS[column][1],
+            scale=1,
+            quoted=lambda row, column: None if (row, column) in DAGGER else QUOTED.get(row),
+            needs=_needs,
+            note=lambda row, column: CELL_NOTES.get((row, column)),
+        ),
         higher_is_better={column: hib for column, (_, _, hib) in COLUMNS.items()},
         notes=NOTES,
     )

@@ -10,7 +10,7 @@ cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("100h test-clean", "100h test-other", "960h test-clean", "960h test-other")
 
@@ -47,24 +47,14 @@ NOTES = (
 )
 
 
+def _needs(row: str, column: str) -> str:
+    hours, model = column.split()[0], row.split()[0]
+    return (
+        f"the LibriSpeech {hours} ASR task (speech domain) and a {model} ASR model, not built yet"
+    )
+
+
 def get_table() -> Table:
-    cells = []
-    for row, numbers in ROWS.items():
-        model = row.split()[0]
-        for column, paper in zip(COLUMNS, numbers.split(), strict=True):
-            hours = column.split()[0]
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=float(paper),
-                    metric=f"test_best.wer_{column.split()[1].replace('-', '_')}",
-                    scale=100,
-                    needs=f"the LibriSpeech {hours} ASR task (speech domain) and a {model} ASR "
-                    "model, not built yet",
-                    note=CELL_NOTES.get((row, column)),
-                )
-            )
     return Table(
         key="gfsa.table7",
         caption="Results for ASR training on LibriSpeech 100h and 960h with GFSA (WER %, lower "
@@ -72,7 +62,14 @@ def get_table() -> Table:
         source="GFSA paper Table 7; notes gfsa.md Sec. 3 (Table 7)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric=lambda _, column: f"test_best.wer_{column.split()[1].replace('-', '_')}",
+            scale=100,
+            needs=_needs,
+            note=lambda row, column: CELL_NOTES.get((row, column)),
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=NOTES,
     )

@@ -10,7 +10,7 @@ Improvement (%) columns. Nothing here is runnable yet (no code domain); list the
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("Accuracy", "Improvement (%)")
 
@@ -53,30 +53,6 @@ def _needs(row: str) -> str:
 
 
 def get_table() -> Table:
-    cells = []
-    for row, (accuracy, improvement) in ROWS.items():
-        cells.append(
-            Cell(
-                row=row,
-                column="Accuracy",
-                paper=accuracy,
-                metric="test_best.accuracy",
-                scale=100,
-                needs=_needs(row),
-            )
-        )
-        if improvement is not None:
-            cells.append(
-                Cell(
-                    row=row,
-                    column="Improvement (%)",
-                    paper=improvement,
-                    metric="test_best.accuracy_gain_pct",
-                    scale=1,
-                    needs=_needs(row),
-                    note=CELL_NOTES.get(row),
-                )
-            )
     return Table(
         key="gfsa.table8",
         caption="Results on code classification (Devign accuracy %). The number in (↑) indicates "
@@ -84,6 +60,15 @@ def get_table() -> Table:
         source="GFSA paper Table 8; notes gfsa.md Sec. 3 (Table 8)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric=lambda _, column: (
+                "test_best.accuracy" if column == "Accuracy" else "test_best.accuracy_gain_pct"
+            ),
+            scale=lambda _, column: 100 if column == "Accuracy" else 1,
+            needs=lambda row, _: _needs(row),
+            note=lambda row, column: None if column == "Accuracy" else CELL_NOTES.get(row),
+        ),
         notes=NOTES,
     )

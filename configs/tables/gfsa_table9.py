@@ -11,18 +11,11 @@ the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from configs.tables.gfsa_table1 import METRIC  # the same metrics as Table 1
+from core.paper_tables import Table, grid
 
 # The printed "MNLI-m/mm" column is split in two.
 COLUMNS = ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI-m", "MNLI-mm", "QNLI", "RTE", "Avg")
-
-METRIC = {
-    "CoLA": "test_last.mcc",
-    "MRPC": "test_last.f1",
-    "QQP": "test_last.f1",
-    "STS-B": "test_last.spearman",
-    "Avg": "test_last.glue_avg",
-}
 
 # row: the printed numbers in COLUMNS order
 ROWS = {
@@ -46,19 +39,6 @@ NOTES = (
 
 
 def get_table() -> Table:
-    cells = []
-    for row, numbers in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers.split(), strict=True):
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=float(paper),
-                    metric=METRIC.get(column, "test_last.accuracy"),
-                    scale=100,
-                    needs=NEEDS,
-                )
-            )
     return Table(
         key="gfsa.table9",
         caption="Comparison of performance using the exactly calculated A^K vs. the approximated "
@@ -66,6 +46,12 @@ def get_table() -> Table:
         source="GFSA paper Table 9; notes gfsa.md Sec. 3 (Table 9)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric=lambda _, column: METRIC.get(column, "test_last.accuracy"),
+            scale=100,
+            needs=NEEDS,
+        ),
         notes=NOTES,
     )

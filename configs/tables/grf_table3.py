@@ -13,7 +13,7 @@ only lists what each cell needs.
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMN = "Test acc."
 
@@ -49,18 +49,6 @@ NOTES = {
 
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column=COLUMN,
-            paper=paper,
-            metric="test_best.accuracy",
-            scale=1,
-            needs=VIT if missing is None else f"{VIT}; and {missing}",
-            note=NOTES.get(row),
-        )
-        for row, (paper, missing) in ROWS.items()
-    ]
     return Table(
         key="grf.table3",
         caption=(
@@ -70,7 +58,14 @@ def get_table() -> Table:
         source="GRF masking paper Table 3 (App. C.2); notes grf_masking.md Sec. 3 (Table 3)",
         rows=tuple(ROWS),
         columns=(COLUMN,),
-        cells=tuple(cells),
+        cells=grid(
+            {row: paper for row, (paper, _) in ROWS.items()},
+            (COLUMN,),
+            metric="test_best.accuracy",
+            scale=1,
+            needs=lambda row, _: VIT if ROWS[row][1] is None else f"{VIT}; and {ROWS[row][1]}",
+            note=lambda row, _: NOTES.get(row),
+        ),
         notes=(
             "All rows are linear attention (phi = ReLU) in ViT-B; the GRF-masked row is the "
             "`grf` mechanism, Unmasked is `linear` with feature_map=relu.",

@@ -12,7 +12,7 @@ only lists what each cell needs.
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMN = "Test acc."
 
@@ -30,17 +30,6 @@ ROWS = {
 
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row,
-            column=COLUMN,
-            paper=paper,
-            metric="test_best.accuracy",
-            scale=1,
-            needs=VIVIT if missing is None else f"{VIVIT}; and {missing}",
-        )
-        for row, (paper, missing) in ROWS.items()
-    ]
     return Table(
         key="grf.table4",
         caption=(
@@ -50,7 +39,13 @@ def get_table() -> Table:
         source="GRF masking paper Table 4 (App. C.4); notes grf_masking.md Sec. 3 (Table 4)",
         rows=tuple(ROWS),
         columns=(COLUMN,),
-        cells=tuple(cells),
+        cells=grid(
+            {row: paper for row, (paper, _) in ROWS.items()},
+            (COLUMN,),
+            metric="test_best.accuracy",
+            scale=1,
+            needs=lambda row, _: VIVIT if ROWS[row][1] is None else f"{VIVIT}; and {ROWS[row][1]}",
+        ),
         notes=(
             "ViViT factorised encoder: spatial ViT-B (patch 16x16x2), temporal encoder of 4 "
             "layers; Adam, 30 epochs, base lr printed 10^-1 (implausible for Adam, notes Sec. 6 "

@@ -16,7 +16,7 @@ others need a model we do not have.
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("ListOps", "Text", "Retrieval", "Image", "Pathfinder")
 
@@ -118,7 +118,8 @@ NOTES = {
 }
 
 
-def _config(row: str, column: str, args: str | None) -> str | None:
+def _config(row: str, column: str) -> str | None:
+    args = ROWS[row][1]
     if args is None:
         return None
     if args == "samsa":
@@ -128,22 +129,6 @@ def _config(row: str, column: str, args: str | None) -> str | None:
 
 
 def get_table() -> Table:
-    cells = []
-    for row, (numbers, args, quoted, needs) in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers, strict=True):
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=paper,
-                    config=_config(row, column, args),
-                    metric="test_best.accuracy",
-                    scale=100,
-                    quoted=quoted,
-                    needs=needs,
-                    note=NOTES.get((row, column)),
-                )
-            )
     return Table(
         key="samsa.table2",
         caption=(
@@ -153,7 +138,16 @@ def get_table() -> Table:
         source="SAMSA paper Table 2; notes samsa.md Sec. 3 (Table 2)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: numbers for row, (numbers, *_) in ROWS.items()},
+            COLUMNS,
+            config=_config,
+            metric="test_best.accuracy",
+            scale=100,
+            quoted=lambda row, _: ROWS[row][2],
+            needs=lambda row, _: ROWS[row][3],
+            note=lambda row, column: NOTES.get((row, column)),
+        ),
         notes=(
             "The printed Modality column (Sequence for BigBird, S4, MEGA; Any for the others) is "
             "descriptive and dropped; bold/underline (best sequence / modality-agnostic model) "

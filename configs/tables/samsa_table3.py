@@ -13,7 +13,7 @@ only lists what each cell needs.
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("Peptides-struct (MAE)", "Peptides-func (AP)")
 METRIC = {"Peptides-struct (MAE)": "test_best.mae", "Peptides-func (AP)": "test_best.ap"}
@@ -83,22 +83,6 @@ def _needs(model: str | None) -> str:
 
 
 def get_table() -> Table:
-    cells = []
-    for row, (struct, func, quoted, model) in ROWS.items():
-        for column, (paper, std) in zip(COLUMNS, (struct, func), strict=True):
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=paper,
-                    paper_std=std,
-                    metric=METRIC[column],
-                    scale=1,
-                    quoted=quoted,
-                    needs=_needs(model),
-                    note=NOTES.get((row, column)),
-                )
-            )
     return Table(
         key="samsa.table3",
         caption=(
@@ -108,7 +92,15 @@ def get_table() -> Table:
         source="SAMSA paper Table 3; notes samsa.md Sec. 3 (Table 3)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: (struct, func) for row, (struct, func, _, _) in ROWS.items()},
+            COLUMNS,
+            metric=lambda _, column: METRIC[column],
+            scale=1,
+            quoted=lambda row, _: ROWS[row][2],
+            needs=lambda row, _: _needs(ROWS[row][3]),
+            note=lambda row, column: NOTES.get((row, column)),
+        ),
         higher_is_better={"Peptides-struct (MAE)": False, "Peptides-func (AP)": True},
         notes=(
             "AP and MAE are printed as fractions (Table 1 prints AP in percent); scale 1.",

@@ -15,7 +15,7 @@ only lists what each cell needs.
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 ROW = "Inference time (s)"
 COLUMNS = ("PointNet", "DGCNN", "hard-SAMSA", "soft-SAMSA")
@@ -43,19 +43,6 @@ def _needs(model: str | None) -> str:
 
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=ROW,
-            column=column,
-            paper=seconds,
-            metric="wall_time_s",
-            scale=1,
-            quoted=quoted,
-            needs=_needs(model),
-            note=NOTES.get(column),
-        )
-        for column, (seconds, quoted, model) in CELLS.items()
-    ]
     return Table(
         key="samsa.table5",
         caption=(
@@ -65,7 +52,16 @@ def get_table() -> Table:
         source="SAMSA paper Table 5; notes samsa.md Sec. 3 (Table 5)",
         rows=(ROW,),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {ROW: tuple(seconds for seconds, _, _ in CELLS.values())},
+            COLUMNS,
+            keep_blanks=True,
+            metric="wall_time_s",
+            scale=1,
+            quoted=lambda _, column: CELLS[column][1],
+            needs=lambda _, column: _needs(CELLS[column][2]),
+            note=lambda _, column: NOTES.get(column),
+        ),
         higher_is_better={ROW: False},
         notes=(
             "Printed as '18s', '23s', '<1s', '1s'. A timing table; `metric` names no summary "

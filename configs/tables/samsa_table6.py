@@ -13,7 +13,7 @@ only lists what each cell needs.
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("ModelNet40 mAcc", "ModelNet40 OA", "ShapeNetPart c. IoU", "ShapeNetPart i. IoU")
 
@@ -29,7 +29,8 @@ METRIC = {
     "ShapeNetPart i. IoU": "test_best.instance_miou",
 }
 
-# row: (numbers in COLUMNS order (None = "-"), quoted source (the cited work) or None)
+# row: (numbers in COLUMNS order (None = "-": no cell, nothing we can run), quoted source (the
+# cited work) or None)
 ROWS = {
     "PointNet": ((86.2, 89.2, 80.4, 83.7), "Charles et al. 2017 (PointNet)"),
     "Set Transformer": ((None, 90.4, None, None), "Lee et al. 2019 (Set Transformer)"),
@@ -65,23 +66,6 @@ def _needs(row: str, column: str, quoted: str | None) -> str:
 
 
 def get_table() -> Table:
-    cells = []
-    for row, (numbers, quoted) in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers, strict=True):
-            if paper is None:
-                continue  # "-" in the paper and nothing we can run
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=paper,
-                    metric=METRIC[column],
-                    scale=100,
-                    quoted=quoted,
-                    needs=_needs(row, column, quoted),
-                    note=NOTES.get((row, column)),
-                )
-            )
     return Table(
         key="samsa.table6",
         caption=(
@@ -91,7 +75,15 @@ def get_table() -> Table:
         source="SAMSA paper Table 6; notes samsa.md Sec. 3 (Table 6)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: numbers for row, (numbers, _) in ROWS.items()},
+            COLUMNS,
+            metric=lambda _, column: METRIC[column],
+            scale=100,
+            quoted=lambda row, _: ROWS[row][1],
+            needs=lambda row, column: _needs(row, column, ROWS[row][1]),
+            note=lambda row, column: NOTES.get((row, column)),
+        ),
         notes=(
             "Baselines are quoted from the cited works (the caption does not say so; notes "
             "Sec. 5, Table 6).",

@@ -17,7 +17,7 @@ task columns (Path-X excluded), not a run of its own.
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 TASKS = ("ListOps", "Text", "Retrieval", "Image", "Path", "Path-X")
 COLUMNS = TASKS + ("Avg. Acc",)
@@ -102,40 +102,15 @@ CELL_NOTES = {
 }
 
 
-def _config(column: str, args: str) -> str:
+def _config(row: str, column: str) -> str | None:
+    args = ROWS[row][0]
+    if args is None or column == "Avg. Acc":
+        return None
     path, extra = TASK_CONFIG[column]
     return f"{path}:{args}" + (f",{extra}" if extra else "")
 
 
 def get_table() -> Table:
-    cells = []
-    for row, (args, quoted, numbers) in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers, strict=True):
-            note = CELL_NOTES.get((row, column))
-            if column == "Path-X":
-                note = FAIL_NOTE
-            mean_of = ()
-            if column == "Avg. Acc":
-                config, needs = None, None if args is not None else NEEDS[row]
-                mean_of = AVERAGED if args is not None else ()
-            elif args is None:
-                config, needs = None, NEEDS[row]
-            else:
-                config, needs = _config(column, args), None
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=paper,
-                    config=config,
-                    metric="test_best.accuracy",
-                    scale=100,
-                    quoted=quoted,
-                    needs=needs,
-                    note=note,
-                    mean_of=mean_of,
-                )
-            )
     return Table(
         key="sliceformer.table2",
         caption=(
@@ -145,7 +120,22 @@ def get_table() -> Table:
         source="Sliceformer paper Table 2; notes sliceformer.md Sec. 3 (Table 2)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: numbers for row, (_, _, numbers) in ROWS.items()},
+            COLUMNS,
+            keep_blanks=True,
+            config=_config,
+            metric="test_best.accuracy",
+            scale=100,
+            quoted=lambda row, _: ROWS[row][1],
+            needs=lambda row, _: NEEDS[row] if ROWS[row][0] is None else None,
+            note=lambda row, column: (
+                FAIL_NOTE if column == "Path-X" else CELL_NOTES.get((row, column))
+            ),
+            mean_of=lambda row, column: (
+                AVERAGED if column == "Avg. Acc" and ROWS[row][0] is not None else ()
+            ),
+        ),
         higher_is_better={c: True for c in COLUMNS},
         notes=(
             "Quoted rows: Transformer, Local Attention, Linear Trans., Reformer, Sparse Trans., "

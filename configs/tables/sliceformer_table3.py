@@ -14,7 +14,7 @@ which prints the paper's numbers beside ours (scripts/speed_tables.py, `table_sl
 from __future__ import annotations
 
 from configs.tables import sliceformer_table2
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 LENGTHS = ("1K", "2K", "3K", "4K")
 SPEED = tuple(f"Speed {n}" for n in LENGTHS)  # training steps per second
@@ -59,22 +59,13 @@ ROWS = {
 OOM_NOTE = "the paper prints OOM (out of memory on 4x RTX 3090 at batch 32)"
 
 
+def _note(row: str, column: str) -> str | None:
+    speeds, memories = ROWS[row]
+    printed = dict(zip(COLUMNS, speeds + memories, strict=True))[column]
+    return OOM_NOTE if printed is None else None
+
+
 def get_table() -> Table:
-    cells = []
-    for row, (speeds, memories) in ROWS.items():
-        for column, paper in zip(COLUMNS, speeds + memories, strict=True):
-            measured = row in MEASURED
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=paper,
-                    scale=1,
-                    needs=None if measured else NEEDS[row],
-                    elsewhere=ELSEWHERE if measured else None,
-                    note=OOM_NOTE if paper is None else None,
-                )
-            )
     return Table(
         key="sliceformer.table3",
         caption=(
@@ -85,7 +76,15 @@ def get_table() -> Table:
         source="Sliceformer paper Table 3; notes sliceformer.md Sec. 3 (Table 3)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: speeds + memories for row, (speeds, memories) in ROWS.items()},
+            COLUMNS,
+            keep_blanks=True,
+            scale=1,
+            needs=lambda row, _: None if row in MEASURED else NEEDS[row],
+            elsewhere=lambda row, _: ELSEWHERE if row in MEASURED else None,
+            note=_note,
+        ),
         higher_is_better={**{c: True for c in SPEED}, **{c: False for c in MEMORY}},
         notes=(
             "The authors' own measurements on 4x NVIDIA RTX 3090 (not quoted). The protocol is "

@@ -14,21 +14,15 @@ The "Ascending (Default)" row is the Sliceformer of Table 2 (same config, same p
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from configs.tables import sliceformer_table2
+from core.paper_tables import Table, grid
 
-TASKS = ("ListOps", "Text", "Retrieval", "Image", "Path", "Path-X")
-COLUMNS = TASKS + ("Avg. Acc",)
-
-TASK_CONFIG = {
-    "ListOps": ("configs/lra/listops.py", ""),
-    "Text": ("configs/lra/text.py", ""),
-    "Retrieval": ("configs/lra/retrieval.py", ""),
-    "Image": ("configs/lra/image.py", ""),
-    "Path": ("configs/lra/pathfinder.py", ""),
-    "Path-X": ("configs/lra/pathfinder.py", "resolution=128"),
-}
-
-AVERAGED = ("ListOps", "Text", "Retrieval", "Image", "Path")  # Avg. Acc (Path-X excluded)
+# Table 2's columns, task configs and Avg. Acc (Path-X excluded).
+COLUMNS, TASK_CONFIG, AVERAGED = (
+    sliceformer_table2.COLUMNS,
+    sliceformer_table2.TASK_CONFIG,
+    sliceformer_table2.AVERAGED,
+)
 
 # row: (config arguments, paper numbers in COLUMNS order; None = "FAIL" for Path-X)
 ROWS = {
@@ -73,9 +67,11 @@ SHUFFLE_NOTE = (
 )
 
 
-def _config(column: str, args: str) -> str:
+def _config(row: str, column: str) -> str | None:
+    if column == "Avg. Acc":
+        return None
     path, extra = TASK_CONFIG[column]
-    return f"{path}:{args}" + (f",{extra}" if extra else "")
+    return f"{path}:{ROWS[row][0]}" + (f",{extra}" if extra else "")
 
 
 def _note(row: str, column: str) -> str | None:
@@ -88,22 +84,6 @@ def _note(row: str, column: str) -> str | None:
 
 
 def get_table() -> Table:
-    cells = []
-    for row, (args, numbers) in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers, strict=True):
-            avg = column == "Avg. Acc"
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=paper,
-                    config=None if avg else _config(column, args),
-                    metric="test_best.accuracy",
-                    scale=100,
-                    mean_of=AVERAGED if avg else (),
-                    note=_note(row, column),
-                )
-            )
     return Table(
         key="sliceformer.table4",
         caption=(
@@ -113,7 +93,16 @@ def get_table() -> Table:
         source="Sliceformer paper Table 4; notes sliceformer.md Sec. 3 (Table 4)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: numbers for row, (_, numbers) in ROWS.items()},
+            COLUMNS,
+            keep_blanks=True,
+            config=_config,
+            metric="test_best.accuracy",
+            scale=100,
+            mean_of=lambda _, column: AVERAGED if column == "Avg. Acc" else (),
+            note=_note,
+        ),
         higher_is_better={c: True for c in COLUMNS},
         notes=(
             "Every row runs the Sliceformer's per-task LRA configs (`model=sliceformer`); the "

@@ -11,7 +11,7 @@ runnable yet: the ViT image-classification task (vision domain) does not exist.
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("CIFAR-10", "CIFAR-100", "Tiny-ImageNet")  # Top-1 Acc (%)
 
@@ -28,13 +28,6 @@ SIZES = {"ViT": (9.60, 9.65, 22.05), "Sliceformer": (6.46, 6.50, 18.50)}
 
 
 def get_table() -> Table:
-    cells = [
-        Cell(
-            row=row, column=column, paper=paper, metric="test_best.accuracy", scale=100, needs=NEEDS
-        )
-        for row, numbers in ROWS.items()
-        for column, paper in zip(COLUMNS, numbers, strict=True)
-    ]
     sizes = "; ".join(
         f"{row} " + ", ".join(f"{c} {s:.2f}" for c, s in zip(COLUMNS, SIZES[row], strict=True))
         for row in ROWS
@@ -48,7 +41,7 @@ def get_table() -> Table:
         source="Sliceformer paper Table 5; notes sliceformer.md Sec. 3 (Table 5)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(ROWS, COLUMNS, metric="test_best.accuracy", scale=100, needs=NEEDS),
         higher_is_better={c: True for c in COLUMNS},
         notes=(
             f"Size column dropped (descriptive), printed x 10^6 parameters: {sizes}. The notes "

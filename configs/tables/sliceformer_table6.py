@@ -12,7 +12,7 @@ yet:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 COLUMNS = ("MAE",)
 
@@ -23,10 +23,6 @@ SIZES = {"Graphormer": 47.09, "Sliceformer": 32.91}  # x 10^6 parameters (descri
 
 
 def get_table() -> Table:
-    cells = tuple(
-        Cell(row=row, column="MAE", paper=paper, metric="val_best.mae", scale=1, needs=NEEDS)
-        for row, paper in ROWS.items()
-    )
     return Table(
         key="sliceformer.table6",
         caption=(
@@ -36,7 +32,7 @@ def get_table() -> Table:
         source="Sliceformer paper Table 6; notes sliceformer.md Sec. 3 (Table 6)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=cells,
+        cells=grid(ROWS, COLUMNS, metric="val_best.mae", scale=1, needs=NEEDS),
         higher_is_better={"MAE": False},
         notes=(
             "Size column dropped (descriptive), printed x 10^6 parameters: Graphormer "

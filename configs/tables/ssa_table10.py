@@ -14,7 +14,7 @@ list what is missing with
 from __future__ import annotations
 
 from configs.tables.ssa_table1 import TASK_NEEDS
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 # row as printed: (Table 1 row, renorm dev, test, ensemble dev, test)
 ROWS = {
@@ -36,23 +36,12 @@ SIC = (
 )
 
 
+def _metric(_row: str, column: str) -> str:
+    split = dict(KINDS)[column]
+    return f"{split}_last.ppl" if column.startswith("Renorm") else f"{split}_last.ppl_ensemble"
+
+
 def get_table() -> Table:
-    cells = []
-    for row, (_table1_row, *numbers) in ROWS.items():
-        for (kind, split), paper in zip(KINDS, numbers, strict=True):
-            renorm = kind.startswith("Renorm")
-            note = SIC if row.startswith("S12-L8") and kind == "Renorm. dev" else None
-            cells.append(
-                Cell(
-                    row=row,
-                    column=kind,
-                    paper=paper,
-                    metric=f"{split}_last.ppl" if renorm else f"{split}_last.ppl_ensemble",
-                    scale=1.0,
-                    needs=TASK_NEEDS["WikiText-103"],
-                    note=note,
-                )
-            )
     return Table(
         key="ssa.table10",
         caption=(
@@ -63,7 +52,16 @@ def get_table() -> Table:
         source="SSA paper Table 10; notes ssa.md Sec. 3 (Table 10)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: numbers for row, (_table1_row, *numbers) in ROWS.items()},
+            COLUMNS,
+            metric=_metric,
+            scale=1.0,
+            needs=TASK_NEEDS["WikiText-103"],
+            note=lambda row, column: (
+                SIC if row.startswith("S12-L8") and column == "Renorm. dev" else None
+            ),
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "The Renorm. columns repeat Table 1 (ssa.table1), as the caption says.",

@@ -15,7 +15,7 @@ This module also holds the `needs` wording the other SSA tables share for the gr
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 TASK_NEEDS = (
     "the PCQM4Mv2 graph-regression task (graphs domain) and an EGT-Simple (small) model, not "
@@ -28,7 +28,7 @@ EGT_FLOPS_NEEDS = (
 )
 S0_SOURCE = "Hussain et al. 2022 (EGT) [26]"
 
-# row: (w/o FT MAE, w/o FT compute, +FT MAE, +FT compute); None = blank
+# row: (w/o FT MAE, w/o FT compute, +FT MAE, +FT compute); None = blank (S0 has no +FT): no cell
 ROWS = {
     "S0 (Dense)": (0.0905, 1.00, None, None),
     "S6-U10": (0.0907, 0.96, 0.0895, 0.97),
@@ -40,34 +40,22 @@ ROWS = {
 COLUMNS = ("w/o FT dev MAE", "w/o FT Compute", "+FT dev MAE", "+FT Compute")
 
 
+def _quoted(row: str, column: str) -> str | None:
+    return S0_SOURCE if row == "S0 (Dense)" and column.endswith("MAE") else None
+
+
+def _note(row: str, column: str) -> str | None:
+    if row != "S0 (Dense)":
+        return None
+    if column.endswith("MAE"):
+        return (
+            "the text: 'We achieve a baseline MAE of 0.0905, as reported in [26] "
+            "without SSA' (the authors' own EGT paper)"
+        )
+    return "1.00 by definition (the normalisation)"
+
+
 def get_table() -> Table:
-    cells = []
-    for row, numbers in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers, strict=True):
-            if paper is None:
-                continue  # blank: S0 has no +FT
-            mae = column.endswith("MAE")
-            quoted = S0_SOURCE if (row == "S0 (Dense)" and mae) else None
-            note = None
-            if quoted:
-                note = (
-                    "the text: 'We achieve a baseline MAE of 0.0905, as reported in [26] "
-                    "without SSA' (the authors' own EGT paper)"
-                )
-            elif not mae and row == "S0 (Dense)":
-                note = "1.00 by definition (the normalisation)"
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=paper,
-                    metric="val_last.mae" if mae else "exact.value",
-                    scale=1.0,
-                    quoted=quoted,
-                    needs=TASK_NEEDS if mae else EGT_FLOPS_NEEDS,
-                    note=note,
-                )
-            )
     return Table(
         key="ssa.table3",
         caption="Graph regression results on PCQM4Mv2 dataset (validation MAE; normalized "
@@ -75,7 +63,15 @@ def get_table() -> Table:
         source="SSA paper Table 3; notes ssa.md Sec. 3 (Table 3)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric=lambda _, column: "val_last.mae" if column.endswith("MAE") else "exact.value",
+            scale=1.0,
+            quoted=_quoted,
+            needs=lambda _, column: TASK_NEEDS if column.endswith("MAE") else EGT_FLOPS_NEEDS,
+            note=_note,
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "EGT-Simple small (EGT with edge channels reduced to an attention bias; #Layers 6, "

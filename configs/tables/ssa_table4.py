@@ -18,7 +18,7 @@ passes.
 from __future__ import annotations
 
 from configs.tables.ssa_table1 import TASK_NEEDS
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 # row: WikiText-103 (renorm dev, test, ensemble dev, test), Enwik8 (the same)
 ROWS = {
@@ -36,26 +36,14 @@ KINDS = (
     ("Ensemble test", "test"),
 )
 COLUMNS = tuple(f"{run} {kind}" for run, _ in DATASETS for kind, _ in KINDS)
+METRIC = {
+    f"{run} {kind}": f"{split}_last.{metric}" + ("" if kind.startswith("Renorm") else "_ensemble")
+    for run, metric in DATASETS
+    for kind, split in KINDS
+}
 
 
 def get_table() -> Table:
-    cells = []
-    for row, per_run in ROWS.items():
-        for (run, metric), numbers in zip(DATASETS, per_run, strict=True):
-            for (kind, split), paper in zip(KINDS, numbers, strict=True):
-                renorm = kind.startswith("Renorm")
-                cells.append(
-                    Cell(
-                        row=row,
-                        column=f"{run} {kind}",
-                        paper=paper,
-                        metric=f"{split}_last.{metric}"
-                        if renorm
-                        else f"{split}_last.{metric}_ensemble",
-                        scale=1.0,
-                        needs=TASK_NEEDS[run],
-                    )
-                )
     return Table(
         key="ssa.table4",
         caption=(
@@ -66,7 +54,13 @@ def get_table() -> Table:
         source="SSA paper Table 4; notes ssa.md Sec. 3 (Table 4)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: wikitext + enwik8 for row, (wikitext, enwik8) in ROWS.items()},
+            COLUMNS,
+            metric=lambda _, column: METRIC[column],
+            scale=1.0,
+            needs=lambda _, column: TASK_NEEDS[column.split()[0]],
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "The Renorm. columns repeat Table 1 (ssa.table1), as the caption says. The "

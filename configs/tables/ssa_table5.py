@@ -14,7 +14,7 @@ missing with
 from __future__ import annotations
 
 from configs.tables.ssa_table3 import TASK_NEEDS
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 # row: (w/o FT renorm, w/o FT ensemble, +FT renorm, +FT ensemble)
 ROWS = {
@@ -28,20 +28,6 @@ COLUMNS = ("w/o FT Renorm.", "w/o FT Ensemble", "+FT Renorm.", "+FT Ensemble")
 
 
 def get_table() -> Table:
-    cells = []
-    for row, numbers in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers, strict=True):
-            renorm = column.endswith("Renorm.")
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=paper,
-                    metric="val_last.mae" if renorm else "val_last.mae_ensemble",
-                    scale=1.0,
-                    needs=TASK_NEEDS,
-                )
-            )
     return Table(
         key="ssa.table5",
         caption=(
@@ -52,7 +38,15 @@ def get_table() -> Table:
         source="SSA paper Table 5; notes ssa.md Sec. 3 (Table 5)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            ROWS,
+            COLUMNS,
+            metric=lambda _, column: (
+                "val_last.mae" if column.endswith("Renorm.") else "val_last.mae_ensemble"
+            ),
+            scale=1.0,
+            needs=TASK_NEEDS,
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "The Renorm. columns repeat Table 3 (ssa.table3), as the caption says. The "

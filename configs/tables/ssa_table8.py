@@ -15,7 +15,7 @@ built); list what is missing with
 from __future__ import annotations
 
 from configs.tables.ssa_table1 import TASK_NEEDS
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 # row: (Table 1 row, WikiText-103 (biased dev, test, unbiased dev, test), Enwik8 (the same))
 ROWS = {
@@ -40,23 +40,14 @@ KINDS = (
     ("Unbiased test", "test"),
 )
 COLUMNS = tuple(f"{run} {kind}" for run, _, _ in DATASETS for kind, _ in KINDS)
+METRIC = {
+    f"{run} {kind}": f"{split}_last.{metric}"
+    for run, _, metric in DATASETS
+    for kind, split in KINDS
+}
 
 
 def get_table() -> Table:
-    cells = []
-    for row, (_table1_row, *per_run) in ROWS.items():
-        for (run, _, metric), numbers in zip(DATASETS, per_run, strict=True):
-            for (kind, split), paper in zip(KINDS, numbers, strict=True):
-                cells.append(
-                    Cell(
-                        row=row,
-                        column=f"{run} {kind}",
-                        paper=paper,
-                        metric=f"{split}_last.{metric}",
-                        scale=1.0,
-                        needs=TASK_NEEDS[run],
-                    )
-                )
     return Table(
         key="ssa.table8",
         caption=(
@@ -67,7 +58,13 @@ def get_table() -> Table:
         source="SSA paper Table 8; notes ssa.md Sec. 3 (Table 8)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: wikitext + enwik8 for row, (_table1_row, wikitext, enwik8) in ROWS.items()},
+            COLUMNS,
+            metric=lambda _, column: METRIC[column],
+            scale=1.0,
+            needs=lambda _, column: TASK_NEEDS[column.split()[0]],
+        ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "The Locally Biased columns repeat Table 1's S16-L2 (50%) and S16-L4 (25%) rows "

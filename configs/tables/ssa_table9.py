@@ -15,7 +15,7 @@ list what is missing with
 from __future__ import annotations
 
 from configs.tables.ssa_table2 import TASK_NEEDS
-from core.paper_tables import Cell, Table
+from core.paper_tables import Table, grid
 
 # row: (Table 2 row, locally biased %, unbiased %)
 ROWS = {
@@ -28,19 +28,6 @@ COLUMNS = ("Locally Biased dev Acc.", "Unbiased dev Acc.")
 
 
 def get_table() -> Table:
-    cells = []
-    for row, (_table2_row, *numbers) in ROWS.items():
-        for column, paper in zip(COLUMNS, numbers, strict=True):
-            cells.append(
-                Cell(
-                    row=row,
-                    column=column,
-                    paper=paper,
-                    metric="val_last.accuracy",
-                    scale=100.0,
-                    needs=TASK_NEEDS["ImageNet-1K"],
-                )
-            )
     return Table(
         key="ssa.table9",
         caption=(
@@ -50,7 +37,13 @@ def get_table() -> Table:
         source="SSA paper Table 9; notes ssa.md Sec. 3 (Table 9)",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=tuple(cells),
+        cells=grid(
+            {row: numbers for row, (_table2_row, *numbers) in ROWS.items()},
+            COLUMNS,
+            metric="val_last.accuracy",
+            scale=100.0,
+            needs=TASK_NEEDS["ImageNet-1K"],
+        ),
         higher_is_better={column: True for column in COLUMNS},
         notes=(
             "The Locally Biased column repeats Table 2's W14-S10-L4 / W14-S6-L4 rows "

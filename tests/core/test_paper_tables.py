@@ -59,3 +59,59 @@ def test_validate_names_the_bad_cell(change, message):
 def test_unknown_table_lists_the_known_ones():
     with pytest.raises(paper_tables.TableError, match="samsa.table1"):
         paper_tables.load("samsa.table99")
+
+
+def test_grid_makes_one_cell_per_printed_number_row_by_row():
+    columns = ("A", "B", "C")
+    rows = {
+        "tuple": (1, 2.5, None),  # None: blank, no cell
+        "printed": "0.1 - 0.3",  # "-": blank, no cell
+        "std": ("0.5±0.01", (0.6, 0.02), 7),  # mean±std and (mean, std) set paper_std
+    }
+    notes = {("printed", "C"): "a note"}
+    cells = paper_tables.grid(
+        rows,
+        columns,
+        metric="test_best.mae",  # one value for every cell
+        scale=lambda row, column: 100 if column == "A" else 1,  # a function of (row, column)
+        needs=lambda row, column: f"{row} {column}",
+        note=lambda row, column: notes.get((row, column)),
+    )
+    assert isinstance(cells, tuple)
+    got = [(c.row, c.column, c.paper, c.paper_std) for c in cells]
+    assert got == [
+        ("tuple", "A", 1.0, None),
+        ("tuple", "B", 2.5, None),
+        ("printed", "A", 0.1, None),
+        ("printed", "C", 0.3, None),
+        ("std", "A", 0.5, 0.01),
+        ("std", "B", 0.6, 0.02),
+        ("std", "C", 7.0, None),
+    ]
+    assert all(type(c.paper) is float for c in cells)  # ints and printed strings alike
+    assert {c.metric for c in cells} == {"test_best.mae"}
+    assert [c.scale for c in cells if c.row == "std"] == [100, 1, 1]
+    assert cells[3] == paper_tables.Cell(
+        "printed", "C", 0.3, metric="test_best.mae", scale=1, needs="printed C", note="a note"
+    )
+
+
+def test_grid_single_column_blanks_and_errors():
+    # one column: each row's value is the entry itself (a number, a pair, or a printed string)
+    cells = paper_tables.grid({"a": 0.1, "b": (0.2, 0.01), "c": "0.3"}, ("MAE",), needs="x")
+    assert [(c.row, c.column, c.paper, c.paper_std) for c in cells] == [
+        ("a", "MAE", 0.1, None),
+        ("b", "MAE", 0.2, 0.01),
+        ("c", "MAE", 0.3, None),
+    ]
+    # keep_blanks: a blank still makes a cell (e.g. a runnable one the paper prints as FAIL)
+    kept = paper_tables.grid({"r": (1.0, None)}, ("A", "B"), keep_blanks=True, config="c.py")
+    assert [(c.column, c.paper, c.config) for c in kept] == [
+        ("A", 1.0, "c.py"),
+        ("B", None, "c.py"),
+    ]
+    assert paper_tables.grid({"r": (1.0, None)}, ("A", "B"), config="c.py")[-1].column == "A"
+    with pytest.raises(paper_tables.TableError, match="'r': 3 numbers for 2 columns"):
+        paper_tables.grid({"r": "1 2 3"}, ("A", "B"))
+    with pytest.raises(TypeError, match="paper"):
+        paper_tables.grid({"r": (1.0, 2.0)}, ("A", "B"), paper=3.0)
