@@ -88,8 +88,8 @@ class SAMSABlock(nnx.Module):
 class SAMSAEncoder(nnx.Module):
     """`num_layers` SAMSA blocks sharing one zero-initialised residual scalar, then RMSNorm.
 
-    Works on embedded inputs (positions, if any, are added by the caller, e.g. the sinusoid of
-    the LRA tasks). The final RMSNorm is ours: the paper's heads are not specified, and the
+    Works on embedded inputs; `positions=True` adds the sinusoid (as SAMSA on LRA), else the
+    caller adds any. The final RMSNorm is ours: the paper's heads are not specified, and the
     pre-norm residual stream is otherwise unnormalised.
 
     Args (constructor):
@@ -113,9 +113,14 @@ class SAMSAEncoder(nnx.Module):
         qkv_dim: int | None = None,
         dropout_rate: float = 0.0,
         max_len: int | None = None,
+        positions: bool = False,
         dtype=jnp.float32,
         rngs: nnx.Rngs,
     ):
+        if positions and max_len is None:
+            raise ValueError("SAMSAEncoder: positions=True needs max_len")
+        self.positions = positions
+        self.max_len = max_len
         hparams = dict(
             attention_cfg.to_dict() if hasattr(attention_cfg, "to_dict") else attention_cfg
         )
@@ -150,6 +155,13 @@ class SAMSAEncoder(nnx.Module):
 
         `key` is needed when `train` (SAMSA's Gumbel noise, dropout, drop-path).
         """
+        if self.positions:
+            n = x.shape[1]
+            if n > self.max_len:
+                raise ValueError(
+                    f"sequence length {n} exceeds the encoder's max_len {self.max_len}"
+                )
+            x = x + layers.sinusoidal_positions(self.max_len, x.shape[-1])[:n].astype(x.dtype)
         alpha = self.residual_scale[...].astype(x.dtype)
         for block, k in zip(self.blocks, _keys(key, len(self.blocks)), strict=True):
             x = block(x, residual_scale=alpha, mask=mask, train=train, key=k)

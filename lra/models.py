@@ -1,11 +1,9 @@
 """The LRA models: token embedding, optional CLS token, an encoder, pooling and the LRA heads.
 
-Two encoders, chosen by `model_cfg.encoder`:
-  "transformer"  the LRA pre-LN Transformer (`core.layers.TransformerEncoder`) with any
-                 registered attention (the LRA baselines, Sliceformer, GFSA, SSA, ...);
-  "samsa"        SAMSA's pre-RMSNorm encoder with its shared zero-initialised residual scale
-                 and drop-path (`core.samsa_block.SAMSAEncoder`, SAMSA Table 8), with the
-                 sinusoidal positions SAMSA used on LRA.
+The encoder is the backbone named by `model_cfg.encoder` (`core.backbones`): "transformer",
+the LRA pre-LN Transformer with any registered attention (the LRA baselines, Sliceformer, GFSA,
+SSA, ...), or "samsa", SAMSA's pre-RMSNorm encoder (SAMSA Table 8) with the sinusoidal positions
+SAMSA used on LRA.
 
 Token id 0 is padding (masked out of attention and pooling); the CLS token is always attended.
 """
@@ -16,7 +14,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from core import errors, layers, samsa_block
+from core import backbones, layers
 
 __all__ = ["SequenceEncoder", "SequenceClassifier", "DualEncoderClassifier"]
 
@@ -27,57 +25,15 @@ class SequenceEncoder(nnx.Module):
     def __init__(self, *, vocab_size: int, max_len: int, model_cfg, attention_cfg, rngs):
         m = model_cfg
         self.pool_mode = m.pool
-        self.kind = m.encoder
         self.embed = nnx.Embed(
             vocab_size, m.dim, embedding_init=nnx.initializers.normal(1.0), rngs=rngs
         )
         if m.pool == "cls":
             self.cls = nnx.Param(jnp.zeros((1, 1, m.dim)))  # zero-initialised, as LRA
         n = max_len + (m.pool == "cls")
-        dtype = jnp.dtype(m.dtype)
-        if m.encoder == "transformer":
-            if m.drop_path:
-                raise errors.ConfigError(
-                    f"config.model.drop_path={m.drop_path}: stochastic depth is a field of the "
-                    "samsa encoder; set it to 0.0 with encoder='transformer'"
-                )
-            self.encoder = layers.TransformerEncoder(
-                num_layers=m.num_layers,
-                dim=m.dim,
-                num_heads=m.num_heads,
-                qkv_dim=m.qkv_dim,
-                mlp_dim=m.mlp_dim,
-                dropout_rate=m.dropout,
-                attention_cfg=attention_cfg,
-                max_len=n,
-                positions=m.positions,
-                dtype=dtype,
-                rngs=rngs,
-            )
-        elif m.encoder == "samsa":
-            if m.positions != "sinusoidal":
-                raise errors.ConfigError(
-                    f"config.model.positions={m.positions!r}: the samsa encoder uses sinusoidal "
-                    "positions (SAMSA Table 8)"
-                )
-            self.max_len = n
-            self.encoder = samsa_block.SAMSAEncoder(
-                m.num_layers,
-                m.dim,
-                m.num_heads,
-                m.mlp_dim,
-                m.drop_path,
-                attention_cfg,
-                qkv_dim=m.qkv_dim,
-                dropout_rate=m.dropout,
-                max_len=n,
-                dtype=dtype,
-                rngs=rngs,
-            )
-        else:
-            raise errors.ConfigError(
-                f"config.model.encoder={m.encoder!r}: unknown; known: transformer, samsa"
-            )
+        self.encoder = backbones.build(
+            m.encoder, model_cfg=m, attention_cfg=attention_cfg, max_len=n, rngs=rngs
+        )
 
     def __call__(self, tokens, *, train: bool = False, key=None):
         tokens = tokens.astype(jnp.int32)
@@ -87,13 +43,6 @@ class SequenceEncoder(nnx.Module):
             cls = jnp.broadcast_to(self.cls[...], (x.shape[0], 1, x.shape[-1])).astype(x.dtype)
             x = jnp.concatenate([cls, x], axis=1)
             mask = jnp.concatenate([jnp.ones((x.shape[0], 1), bool), mask], axis=1)
-        if self.kind == "samsa":
-            n = x.shape[1]
-            if n > self.max_len:
-                raise ValueError(
-                    f"sequence length {n} exceeds the encoder's max_len {self.max_len}"
-                )
-            x = x + layers.sinusoidal_positions(self.max_len, x.shape[-1])[:n].astype(x.dtype)
         x = self.encoder(x, mask=mask, train=train, key=key)
         return layers.pool(x, mask, self.pool_mode)
 
