@@ -5,83 +5,127 @@ recurrent units"; Kim et al. 2020, "Disentangling neural mechanisms for perceptu
 LRA, Tay et al. 2021)
 ----------------------------------------------------------------------------------------------
 A grayscale image shows dashed curves ("contours" or "snakes", chains of short line segments
-called paddles) on black, and two bright round markers. Label 1 iff both markers sit on the two
-ends of the same contour. LRA's Pathfinder is 32x32 (1024 pixel tokens); Path-X is 128x128
-(16,384 tokens). LRA reported the "hard" difficulty (contour length 14) for both (maintainer in
-LRA issue #11); easy = 6 and intermediate = 9 paddles per contour.
+called paddles, separated by gaps) on black, and two round markers. Label 1 iff both markers
+sit on the two ends of the same contour. LRA's Pathfinder is 32x32 (1024 pixel tokens); Path-X
+is 128x128 (16,384 tokens). LRA reported the "hard" difficulty (contour length 14) for both
+(maintainer in LRA issue #11); easy = 6 and intermediate = 9 paddles per contour.
 
-Generator (`generate`): written here from the published description, not from the original code
-------------------------------------------------------------------------------------------------
-Coordinates are in output pixels: pixel (row r, column c) covers [c, c+1) x [r, r+1).
-1. Per image: label ~ Bernoulli(1/2); a paddle gap/margin `m` from `paddle_margin_list`, a
-   contour gain from `snake_contrast_list` and a single-paddle gain from `paddle_contrast_list`
-   (uniform choices); which target contour X carries the "start" marker (fair coin).
-2. Target contour A: start point uniform in [padding, size - padding]^2, direction uniform.
-   Target contour B starts exactly `seed_distance` from A's start, in a uniform direction.
-   A contour is `contour_length` paddles, each a segment of length `paddle_length` and
-   thickness `paddle_thickness`. Paddle k+1 turns by a uniform angle in
-   [-continuity, +continuity] radians from paddle k and starts `m` pixels beyond paddle k's end
-   in its own direction (the gap that makes contours dashed). Reading `continuity` as the
-   largest turn in radians is ours; with Path-X's 1.8 (103 degrees) its contours zig-zag.
-3. After a target contour, a disc of `marker_radius` is reserved at each of its two tips, so that
-   no other contour comes near any possible marker position (all four tips are reserved in both
-   classes, so the reservation carries no label information).
-4. `num_distractor_snakes` distractor contours of `distractor_length` paddles start uniformly;
-   `num_single_paddles` isolated paddles (0 here: see below) come last. (Images up to 64x64
-   draw these starts uniformly among the pixels with nothing within the margin: the same
-   uniform distribution over admissible starts, with far fewer rejections on crowded images.)
-5. Non-overlap: every primitive (paddle or disc) is rasterised, and its footprint (the pixels it
-   makes non-zero) must keep a Chebyshev distance > m from every pixel already occupied by
-   another contour, or by its own contour except the paddle just before it (the margin-dilated
-   occupancy mask of the description). A rejected paddle is re-drawn with a new turn (or, for the
-   first paddle, a new start). After 20 failed turns of one paddle, or a blocked tip disc, the
-   contour restarts; after 20 restarts of one contour, or 50 failed starts, the image restarts
-   (same label). These limits are ours. So different contours are never 8-connected (they are
-   at least m+1 pixels apart), while consecutive paddles of one contour are at most m pixels
-   apart: the non-zero pixels, grouped with a Chebyshev linking radius m, are exactly the
-   contours (tested).
-6. Markers: a disc at the start tip of X, and one at the end tip of X (label 1) or at the end
-   tip of the other target contour (label 0), as in the LRA notes ("one at the start tip of
-   snake i, the other at the end tip of the same snake or of the other one").
+Generator (`generate`): our code, following the original's algorithm
+--------------------------------------------------------------------
+The facts below were read from the original generator, drewlinsley/pathfinder (`snakes2.py`,
+`snakes.py`, `snakes2_wrapper.py`; MIT, (c) 2018 Junkyung Kim), which LRA used; the code here is
+our own. Coordinates are integer pixels (row, col); a paddle is drawn from a pixel P in an
+orientation phi and ends at its "head", ceil(P + paddle_length * (sin phi, cos phi)).
 
-Rendering: anti-aliased by supersampling. Each primitive is a capsule (a segment with round
-caps; a disc is a capsule of length 0). Its coverage is evaluated on an `antialias_scale`^2 grid
-of sub-pixel centres per pixel, with a linear edge ramp one sub-pixel wide
-(clip(s * (half_width - distance) + 1/2, 0, 1)), then averaged over each pixel (area
-averaging, not the original's Lanczos resize). Intensity = min(1, gain * coverage), composited
-with max, stored as round(255 * intensity).
+Rendering (as the original's paddle/marker drawing, with LRA-era `scipy.misc` semantics):
+* A paddle is a straight line of width round(paddle_thickness * antialias_scale) drawn with PIL
+  at `antialias_scale` times the resolution, from the centre of a (2R*aa + 1)^2 canvas (R =
+  paddle_length + ceil(paddle_thickness) + margin) to the ceil-rounded scaled head, then
+  resized to (2R + 1)^2 pixels with PIL's Lanczos filter as 8-bit gray, /255 and times its
+  contrast. Its *guard* is the same line dilated by a disc of radius margin * aa, resized the
+  same way (a fuzzy footprint, in [0, 1], used only for the non-overlap tests).
+* A marker is a disc of radius marker_radius * aa around the scaled tip pixel, Lanczos-resized
+  by 1/aa as 8-bit gray, /255.
+* The image is the pixelwise max of all paddles and the markers, finally scaled so that its
+  maximum is 255 (scipy's `bytescale`, which `scipy.misc.imsave` applied). Lanczos leaves a halo
+  of faint values around every stroke, so pixel 0 is not a stroke boundary; and since the
+  brightest paddle (contrast up to 2) sets the scale, a marker's centre is ~239, not 255.
+* Contrast: a target paddle has paddle_contrast * snake_contrast (LRA-32: 0.75 * 2 = 1.5), a
+  distractor paddle snake_contrast (2): the targets are dimmer than the distractors.
 
-Contrast, our reading of the parameter names: a contrast is a *gain on the anti-aliased
-coverage*, clipped at 1. LRA-32's `snake_contrast_list=[2]` with 0.5-pixel paddles turns a
-half-covered pixel into full white (thin lines stay visible after downsampling), Path-X's [0.9]
-with 1.5-pixel paddles draws light gray lines. `paddle_contrast_list` is the gain of the
-optional single-paddle clutter; the LRA wrapper switched that clutter off
-(`use_single_paddles=False` in its body, offline_data.md §2.2), so `num_single_paddles=0`.
-Markers are drawn at gain 1 (the tip pixel is always 255).
+Per image: label ~ Bernoulli(1/2); a margin m from `paddle_margin_list`. Then:
+1. Target pair (retried from scratch until it succeeds, as the original's loop does; this
+   favours pairs that fit, i.e. compact ones; ~330 attempts per image at 32x32, most of them
+   ending at seed A):
+   a. Seed A: orientation = a uniform integer degree; its tail is uniform among the pixels
+      where the paddle's guard (its pixels at full strength, shifted by one pixel as the
+      original's dilation kernel anchor does) avoids the padding border and a band of width
+      2 * seed_distance along every edge (so target A starts near the centre at 32x32). No
+      such pixel: the attempt fails. The same happens for every orientation whose test kernel,
+      placed at some pixel of the image, lies entirely outside it: OpenCV's dilation then
+      returns the lowest float there and the original's coordinate search gives up (330 of
+      the 360 orientations at 32x32, whose small kernels lie on one side of the tail). Head or
+      "pivot" (the point margin behind the tail) outside the image: a new orientation, at most
+      1 + max_paddle_retrial tries.
+   b. Seed B: tail = round(tail A + seed_distance * (sin, cos) of a uniform integer degree),
+      uniform integer-degree orientation, same bounds test and tries (no overlap test).
+   c. Both snakes grow alternately, one paddle each per round, to contour_length paddles.
+2. Growing a snake by one paddle (the turn rule): the next pivot is ceil(pivot + (paddle_length
+   + 2m) * direction), i.e. m beyond the last head along the last direction. Candidates are the
+   distinct pixels floor(pivot + (paddle_length + m) * (sin a, cos a)) for a sampled one pixel of
+   arc apart around the full circle, inside the image. Candidate k, at orientation w_k from the
+   pivot, has weight (1 - D(k)) * cos(min(continuity * |w_k - phi|, pi/2))^2, where phi is the
+   last orientation and D the occupancy mask dilated by a disc of radius m. So `continuity` is
+   a *straightness* (1.0: turns up to 90 degrees, 1.8: up to 50), not a maximum turn. All
+   weights ~0: the snake fails. Else a candidate is drawn and the paddle is drawn from it back
+   towards the pivot (so consecutive paddles are separated by a gap of ~2m pixels); it is kept
+   if max(mask + its guard) < 1.8, else another candidate is drawn (1 + max_paddle_retrial
+   tries, then the snake fails). On success the snake's *previous* paddle's guard joins the
+   mask: a paddle is never tested against its own predecessor, nor (for the targets) against
+   the other target's newest paddle, and target A's last paddle never joins the mask. With the
+   fuzzy guards and the 1.8 threshold, contours can touch and cross.
+3. Distractors: `num_distractor_snakes` snakes of `distractor_length` paddles (contrast from
+   snake_contrast_list). A seed is placed like seed A but among pixels avoiding the mask > 0.3
+   and the outermost pixel ring; the attempt fails if no pixel qualifies (or the orientation
+   is one of the failing ones of 1a), or if < 1% of the image has mask <= 0.3. A failed snake
+   is removed and retried, at most 1 + max_distractor_contour_retrial times, then skipped (so
+   at 32x32 an image has 0-5 distractors, 1.2 on average, as in the original).
+   `num_single_paddles` single paddles (0 in LRA, whose wrapper set use_single_paddles=False)
+   would follow, 1 + max_paddle_retrial tries each.
+4. Markers: a fair coin picks the target whose seed tail gets a marker; the other marker goes
+   on the last head of the same target (label 1) or of the other one (label 0).
 
-Known cue: at 128x128 the distance between the markers alone separates the classes with
-58% accuracy (label-0 markers lie farther apart on average: B starts 20 pixels from A); at
-32x32 it gives 52.5% (chance; 2,000 images, best threshold). Models can exploit the former.
+Pair retries (unbounded in the original) are capped at _MAX_PAIR_ATTEMPTS (ours), after which
+the parameters are declared infeasible. Markers and paddles are stamped locally (the original
+resizes the marker's whole image, which differs only within ~3 pixels of the border).
 
-Speed: images are built in lock-step chunks (all images of a chunk propose their next
-primitive together, numpy-vectorised); about 450-650 images/s at 32x32 and 400-600 at 128x128
-on one core of this machine (2026-11, shared CPU).
+What this gives at 32x32 hard: the statistics of the original's images (issue 18; measured
+by `lra.pathfinder_stats`, compared in `results/lra/pathfinder_stats.md`): a flood-fill solver
+is at chance (markers in one 8-connected blob of pixels > 0 or > 64: ~0.5 accuracy), 12
+components of pixels > 10 per image, 34% non-zero pixels of which half are halo values 1..10,
+marker distances 13 px on average, targets dimmer than distractors (~118 vs ~144), marker
+centres ~239.
 
-Randomness: image i of (seed, stream) uses its own counter-based SplitMix64 stream, so an image
-depends only on (seed, stream, i, params): output is identical for any chunking, prefix-stable
-(`generate(10)` = `generate(20)[:10]`) and any index range can be built in parallel
-(`start=`). Bit-identical results are expected on one numpy build; another CPU/numpy could in
-principle round a coverage value differently.
+Speed: numpy-vectorised lock-step over image slots (a finished slot takes the next image);
+each image's target-pair attempts are evaluated many at a time, and the seeded ones are grown
+in parallel "lanes" (the first attempt by number that succeeds wins, as in a sequential run;
+later lanes are dropped). Measured on this machine (2 shared cores, 2026-11, CPU time of one
+process): about 300 images/s at 32x32 (hard) for 1,000 images, 500 for 4,000; about 19 at
+128x128 (Path-X: ~370 target-pair attempts and ~3,500 paddle placements per image). At 64x64
+the original's rules make a pair fit rarely (thousands of attempts): a few images/s.
+
+Randomness: image i of (seed, stream) uses its own counter-based SplitMix64 stream, with its
+draws laid out by role (head, attempt j of the target pair, distractors), so an image depends
+only on (seed, stream, i, params): output is identical for any chunking and schedule,
+prefix-stable (`generate(10)` = `generate(20)[:10]`) and any index range can be built in
+parallel (`start=`). The original used one global numpy stream; our images are a different
+sample of the same process.
 
 Parameters (frozen dicts; `params_for(resolution, difficulty)` applies the difficulty)
 -------------------------------------------------------------------------------------
-`PATHFINDER32`: LRA's docstring of `lra_benchmarks/data/pathfinder.py` (Pathfinder32), all
-values. `PATHFINDER128` (Path-X): the Pathfinder128 docstring gives padding 1, margins [2, 3],
-seed_distance 20, marker_radius 3, contour_length 14, paddle_thickness 1.5, antialias_scale 2
-(the docstring sets 4, then 2), continuity 1.8, distractor_length = contour_length / 3 (taken as
-integer division: 4), num_distractor_snakes = 35 / distractor_length (-> 8) and
-snake_contrast_list [0.9]. Ours: paddle_length 5 (the docstring leaves the generator default,
-which we do not know) and paddle_contrast_list [0.75] (unused).
+Values that LRA's `lra_benchmarks/data/pathfinder.py` docstrings list for Pathfinder32/64/128/256
+("LRA" below) override the defaults of the original's driver `snakes2_wrapper.py` (its Args
+defaults, then the settings in its body: "wrapper"). Python-2 integer division, which the
+generator ran under, gives distractor_length = 14 / 3 = 4 at every size.
+
+| key | 32 | 64 | 128 (Path-X) | 256 |
+|---|---|---|---|---|
+| window_size | 32 LRA | 64 LRA | 128 LRA | 256 LRA |
+| padding | 1 LRA | 1 LRA | 1 LRA | 22 wrapper |
+| paddle_length | 2 LRA | 5 wrapper | 5 wrapper | 5 wrapper |
+| paddle_thickness | 0.5 LRA | 1 LRA | 1.5 LRA | 2 LRA |
+| paddle_margin_list | [1] LRA | [1] LRA | [2, 3] LRA | [3] LRA |
+| marker_radius | 1.5 LRA | 2.5 LRA | 3 LRA | 5 LRA |
+| seed_distance | 7 LRA | 12 LRA | 20 LRA | 27 wrapper |
+| continuity | 1.0 LRA | 1.8 LRA | 1.8 LRA | 1.8 LRA |
+| antialias_scale | 2 LRA | 2 LRA | 2 LRA | 2 LRA |
+| num_distractor_snakes | 20 // dl LRA | 22 // dl LRA | 35 // dl LRA | 30 // dl LRA |
+| snake_contrast_list | [2] LRA | [0.8] LRA | [0.9] LRA | [1.0] LRA |
+| paddle_contrast_list | [0.75] LRA | [1] wrapper | [1] wrapper | [1] wrapper |
+
+All sizes: contour_length 14 (hard; LRA), distractor_length = contour_length // 3 (LRA),
+num_single_paddles 0 (wrapper), max_paddle_retrial 2 and max_distractor_contour_retrial 4
+(wrapper). The docstrings set antialias_scale twice (4, then 2): the last value counts.
 
 Official release (`source="official"`)
 --------------------------------------
@@ -98,11 +142,12 @@ membership cannot be reproduced; the sizes and distribution are the same.
 
 Tokens: pixel + 1 (ids 1-256, 0 = pad, unused), `VOCAB_SIZE = 257`. `zero_is_padding=True`
 reproduces the LRA quirk (token = pixel; the LRA models mask `inputs > 0`, so every black
-background pixel, most of a Pathfinder image, is masked out as padding).
+background pixel is masked out as padding; the faint halo pixels are not).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import pathlib
@@ -120,7 +165,9 @@ __all__ = [
     "NUM_CLASSES",
     "VOCAB_SIZE",
     "PATHFINDER32",
+    "PATHFINDER64",
     "PATHFINDER128",
+    "PATHFINDER256",
     "CONTOUR_LENGTHS",
     "PATTERNS",
     "data_config",
@@ -136,50 +183,80 @@ __all__ = [
 NUM_CLASSES = 2
 VOCAB_SIZE = 257  # pixel + 1, and the pad id 0
 
-# Source: LRA `lra_benchmarks/data/pathfinder.py`, docstring of Pathfinder32.
-PATHFINDER32: Mapping[str, object] = types.MappingProxyType(
-    dict(
-        window_size=32,  # image side in pixels
-        padding=1,  # paddle end points stay in [padding, window_size - padding]
-        paddle_length=2.0,  # pixels
-        paddle_thickness=0.5,  # pixels
-        paddle_margin_list=(1,),  # gap between paddles = non-overlap margin, pixels (per image)
-        marker_radius=1.5,  # pixels
-        contour_length=14,  # paddles per target contour ("hard")
-        distractor_length=14 // 3,  # contour_length // 3
-        num_distractor_snakes=20 // (14 // 3),  # 20 // distractor_length
-        num_single_paddles=0,  # the LRA wrapper disabled single-paddle clutter
-        antialias_scale=2,  # supersampling factor per axis
-        seed_distance=7.0,  # distance between the two target contours' starts, pixels
-        continuity=1.0,  # max turn between consecutive paddles, radians
-        snake_contrast_list=(2.0,),  # gain of contours (per image)
-        paddle_contrast_list=(0.75,),  # gain of single paddles (per image)
-    )
+
+def _frozen(**kw) -> Mapping[str, object]:
+    return types.MappingProxyType(kw)
+
+
+# Sources: see the table in the module docstring ("LRA" = the LRA docstring of that size,
+# "wrapper" = the original's snakes2_wrapper.py).
+PATHFINDER32 = _frozen(
+    window_size=32,  # LRA
+    padding=1,  # LRA
+    paddle_length=2,  # LRA
+    paddle_thickness=0.5,  # LRA
+    paddle_margin_list=(1,),  # LRA (one margin drawn per image)
+    marker_radius=1.5,  # LRA
+    contour_length=14,  # LRA ("hard")
+    distractor_length=14 // 3,  # LRA: contour_length // 3
+    num_distractor_snakes=20 // (14 // 3),  # LRA: 20 // distractor_length
+    num_single_paddles=0,  # wrapper: use_single_paddles = False
+    antialias_scale=2,  # LRA
+    seed_distance=7,  # LRA
+    continuity=1.0,  # LRA
+    snake_contrast_list=(2.0,),  # LRA
+    paddle_contrast_list=(0.75,),  # LRA (target paddles only)
+    max_paddle_retrial=2,  # wrapper (Args default)
+    max_distractor_contour_retrial=4,  # wrapper (Args default)
 )
-# Source: LRA docstring of Pathfinder128 (Path-X), except paddle_length and
-# paddle_contrast_list, which are ours (see the module docstring).
-PATHFINDER128: Mapping[str, object] = types.MappingProxyType(
-    dict(
-        window_size=128,
-        padding=1,
-        paddle_length=5.0,  # ours
-        paddle_thickness=1.5,
-        paddle_margin_list=(2, 3),
-        marker_radius=3.0,
-        contour_length=14,
-        distractor_length=14 // 3,
-        num_distractor_snakes=35 // (14 // 3),
-        num_single_paddles=0,
-        antialias_scale=2,
-        seed_distance=20.0,
-        continuity=1.8,
-        snake_contrast_list=(0.9,),
-        paddle_contrast_list=(0.75,),  # ours (unused)
-    )
+PATHFINDER64 = _frozen(
+    **{
+        **PATHFINDER32,
+        **dict(
+            window_size=64,  # LRA
+            paddle_length=5,  # wrapper (Args default)
+            paddle_thickness=1.0,  # LRA
+            marker_radius=2.5,  # LRA
+            num_distractor_snakes=22 // (14 // 3),  # LRA
+            seed_distance=12,  # LRA
+            continuity=1.8,  # LRA
+            snake_contrast_list=(0.8,),  # LRA
+            paddle_contrast_list=(1.0,),  # wrapper (Args default)
+        ),
+    }
 )
-_BASE = {32: PATHFINDER32, 128: PATHFINDER128}
+PATHFINDER128 = _frozen(
+    **{
+        **PATHFINDER64,
+        **dict(
+            window_size=128,  # LRA
+            paddle_thickness=1.5,  # LRA
+            paddle_margin_list=(2, 3),  # LRA
+            marker_radius=3.0,  # LRA
+            num_distractor_snakes=35 // (14 // 3),  # LRA
+            seed_distance=20,  # LRA
+            snake_contrast_list=(0.9,),  # LRA
+        ),
+    }
+)
+PATHFINDER256 = _frozen(
+    **{
+        **PATHFINDER64,
+        **dict(
+            window_size=256,  # LRA
+            padding=22,  # wrapper (Args default)
+            paddle_thickness=2.0,  # LRA
+            paddle_margin_list=(3,),  # LRA
+            marker_radius=5.0,  # LRA
+            num_distractor_snakes=30 // (14 // 3),  # LRA
+            seed_distance=27,  # wrapper (Args default)
+            snake_contrast_list=(1.0,),  # LRA
+        ),
+    }
+)
+_BASE = {32: PATHFINDER32, 64: PATHFINDER64, 128: PATHFINDER128, 256: PATHFINDER256}
 # Numerator of num_distractor_snakes = budget // distractor_length (LRA docstrings).
-_DISTRACTOR_BUDGET = {32: 20, 128: 35}
+_DISTRACTOR_BUDGET = {32: 20, 64: 22, 128: 35, 256: 30}
 CONTOUR_LENGTHS: Mapping[str, int] = types.MappingProxyType(dict(easy=6, intermediate=9, hard=14))
 PATTERNS: Mapping[str, str] = types.MappingProxyType(
     dict(easy="curv_baseline", intermediate="curv_contour_length_9", hard="curv_contour_length_14")
@@ -187,17 +264,13 @@ PATTERNS: Mapping[str, str] = types.MappingProxyType(
 _SPLITS = ("train", "val", "test")
 _CACHE_VERSION = 1
 # Bump when the generator's output for given (seed, params) changes: cached data is keyed on it.
-_GENERATOR_VERSION = 1
+_GENERATOR_VERSION = 2
 
-# Retry limits (ours; the description only says "retry, then restart").
-_MAX_TURN_TRIES = 20  # new turn angles for one paddle before its contour restarts
-_MAX_START_TRIES = 50  # new start points for a contour before the image restarts
-_MAX_CONTOUR_RESTARTS = 20  # restarts of one contour before the image restarts
-_MAX_IMAGE_RESTARTS = 2000  # then the parameters are declared infeasible
-# Images generated in lock-step: bigger chunks amortise numpy's per-call overhead (at 32x32,
-# 4096 runs ~1.5x faster than 512); the chunk's state is capped at ~64 MB.
+_MAX_PAIR_ATTEMPTS = 100_000  # ours: the original retries the target pair forever
+# Images generated in lock-step: bigger chunks amortise numpy's per-call overhead; the chunk's
+# state is capped at ~64 MB.
 _CHUNK_BYTES = 64 << 20
-_MAX_CHUNK = 4096
+_MAX_CHUNK = 2048
 _PROGRESS_SECONDS = 5.0
 
 
@@ -208,7 +281,7 @@ def data_config() -> ml_collections.ConfigDict:
     d.dir = ""  # official: folder holding curv_baseline/ etc.; generated: cache root ("" = default)
     d.max_length = 32 * 32  # tokens per image = resolution**2 (16,384 for Path-X)
     d.seed = 0  # generator seed (train/val/test use separate streams of it)
-    d.resolution = 32  # 32 (LRA Pathfinder) | 128 (Path-X)
+    d.resolution = 32  # 32 (LRA Pathfinder) | 64 | 128 (Path-X) | 256
     d.difficulty = "hard"  # easy (6 paddles) | intermediate (9) | hard (14; what LRA reported)
     d.zero_is_padding = False  # True = LRA quirk: token = pixel, so black pixels are pad (masked)
     d.num_train = 160_000  # generated: images; official: at most this many (first n; 0 = all)
@@ -218,11 +291,11 @@ def data_config() -> ml_collections.ConfigDict:
 
 
 def params_for(resolution: int = 32, difficulty: str = "hard") -> dict:
-    """Generator parameters of LRA's Pathfinder`resolution` at a difficulty (contour length 6,
-    9 or 14; distractor_length = contour_length // 3, num_distractor_snakes = 20 (32) or 35
-    (128) // distractor_length, as in the LRA docstrings)."""
+    """Generator parameters of LRA's Pathfinder`resolution` (32, 64, 128 = Path-X, 256) at a
+    difficulty (contour length 6, 9 or 14; distractor_length = contour_length // 3,
+    num_distractor_snakes = 20 / 22 / 35 / 30 // distractor_length, as in the LRA docstrings)."""
     if resolution not in _BASE:
-        raise ValueError(f"resolution={resolution!r}; known: 32 (Pathfinder), 128 (Path-X)")
+        raise ValueError(f"resolution={resolution!r}; known: 32, 64, 128 (Path-X), 256")
     if difficulty not in CONTOUR_LENGTHS:
         raise ValueError(f"difficulty={difficulty!r}; known: {', '.join(CONTOUR_LENGTHS)}")
     p = dict(_BASE[resolution])
@@ -239,21 +312,27 @@ def params_for(resolution: int = 32, difficulty: str = "hard") -> dict:
 
 _INT_KEYS = (
     "window_size",
+    "padding",
+    "paddle_length",
     "contour_length",
     "distractor_length",
     "num_distractor_snakes",
     "num_single_paddles",
     "antialias_scale",
-)
-_FLOAT_KEYS = (
-    "padding",
-    "paddle_length",
-    "paddle_thickness",
-    "marker_radius",
     "seed_distance",
-    "continuity",
+    "max_paddle_retrial",
+    "max_distractor_contour_retrial",
 )
+_FLOAT_KEYS = ("paddle_thickness", "marker_radius", "continuity")
 _LIST_KEYS = ("paddle_margin_list", "snake_contrast_list", "paddle_contrast_list")
+
+
+def _as_int(key, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer, float, np.floating)):
+        raise TypeError(f"{key} must be an integer, got {v!r}")
+    if v != int(v):
+        raise ValueError(f"{key} must be a whole number, got {v!r}")
+    return int(v)
 
 
 def _resolve(params: Mapping[str, object]) -> dict:
@@ -263,10 +342,7 @@ def _resolve(params: Mapping[str, object]) -> dict:
         raise TypeError(f"Pathfinder params: unknown {unknown}, missing {missing}")
     p: dict = {}
     for k in _INT_KEYS:
-        v = params[k]
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"{k} must be an int, got {v!r}")
-        p[k] = int(v)
+        p[k] = _as_int(k, params[k])
     for k in _FLOAT_KEYS:
         p[k] = float(params[k])
     for k in _LIST_KEYS:
@@ -276,101 +352,248 @@ def _resolve(params: Mapping[str, object]) -> dict:
         p[k] = tuple(float(v) for v in values)
     margins = p["paddle_margin_list"]
     if any(v != int(v) or v < 1 for v in margins):
-        # An integer margin m makes "consecutive paddles <= m pixels apart" exact (step 5).
         raise ValueError(f"paddle_margin_list must hold integers >= 1, got {list(margins)}")
     p["paddle_margin_list"] = tuple(int(v) for v in margins)
     if p["window_size"] < 8 or p["antialias_scale"] < 1 or p["contour_length"] < 1:
         raise ValueError("need window_size >= 8, antialias_scale >= 1, contour_length >= 1")
+    if p["paddle_length"] < 1:
+        raise ValueError("paddle_length must be >= 1")
     if p["distractor_length"] < 1 and p["num_distractor_snakes"] > 0:
         raise ValueError("distractor_length must be >= 1 when there are distractors")
     if min(p["num_distractor_snakes"], p["num_single_paddles"]) < 0:
         raise ValueError("numbers of distractors / single paddles must be >= 0")
+    if min(p["max_paddle_retrial"], p["max_distractor_contour_retrial"]) < 0:
+        raise ValueError("retrial counts must be >= 0")
     if not 0 <= p["padding"] < p["window_size"] / 2 - 1:
         raise ValueError(f"padding={p['padding']} does not fit window_size={p['window_size']}")
-    if p["paddle_length"] <= 0 or p["marker_radius"] <= 0 or p["continuity"] < 0:
-        raise ValueError("need paddle_length > 0, marker_radius > 0, continuity >= 0")
-    if not 0 < p["seed_distance"] < p["window_size"] - 2 * p["padding"]:
-        raise ValueError(f"seed_distance={p['seed_distance']} does not fit the window")
+    if p["marker_radius"] <= 0 or p["continuity"] < 0 or p["seed_distance"] < 1:
+        raise ValueError("need marker_radius > 0, continuity >= 0, seed_distance >= 1")
+    if 4 * p["seed_distance"] >= p["window_size"]:
+        raise ValueError(
+            f"seed_distance={p['seed_distance']} leaves no room for the first target: its start "
+            f"must be 2 * seed_distance from every edge of the {p['window_size']}-pixel window"
+        )
     if min(p["snake_contrast_list"] + p["paddle_contrast_list"]) <= 0:
         raise ValueError("contrasts must be > 0")
-    # Every pixel that a paddle's centre line crosses must render non-zero (the contours stay
-    # connected, and the generator's cheap pre-check relies on it): the nearest sub-pixel
-    # centre is within sqrt(2)/(2s) of any point, so its coverage s*(hw - sqrt(2)/(2s)) + 1/2
-    # must be positive, and the pixel's mean coverage times the gain must round to >= 1/255.
-    s, hw = p["antialias_scale"], p["paddle_thickness"] / 2
-    worst = s * hw + 0.5 - math.sqrt(0.5)
-    if worst <= 0:
+    width = p["paddle_thickness"] * p["antialias_scale"]
+    if width < 1 or width != round(width):
+        # The original's check ("thickness does not break even"); >= 1 so lines are drawn.
         raise ValueError(
-            f"paddle_thickness={p['paddle_thickness']} is too thin to render at "
-            f"antialias_scale={s}: thin paddles would break into invisible pieces"
+            f"paddle_thickness * antialias_scale = {width} must be a whole number >= 1 (the "
+            "line width in supersampled pixels)"
         )
-    gains = p["snake_contrast_list"] + (
-        p["paddle_contrast_list"] if p["num_single_paddles"] else ()
-    )
-    if min(gains) * min(worst, 1.0) / s**2 < 1 / 255:
-        raise ValueError(f"contrast {min(gains)} is too low: thin paddles would round to black")
     return p
 
 
-class _Layout:
-    """The fixed sequence of primitives ("slots") of every image of one parameter set.
+# --------------------------------------------------------------------------------------------
+# Stamps: rendered paddles, guards and marker discs (per parameter set and margin)
+# --------------------------------------------------------------------------------------------
 
-    Slots: target A (contour_length paddles, start-tip disc, end-tip disc), target B (same),
-    the distractor paddles, the single paddles. `serial = slot + 1` marks occupancy; since
-    slots are placed in order, a smaller serial means "placed earlier".
-    """
 
-    def __init__(self, p: dict):
-        cl, dl = p["contour_length"], p["distractor_length"]
-        kind, kidx, first, length, role, contour = [], [], [], [], [], []
-        n_contours = 0
+def _lanczos_gray(blown: np.ndarray, size: int) -> np.ndarray:
+    """8-bit gray image resized to size x size with PIL's Lanczos filter (uint8)."""
+    from PIL import Image
 
-        def add_contour(n_paddles, role_id, discs):
-            nonlocal n_contours
-            base = len(kind)
-            for k in range(n_paddles):
-                kind.append(0)
-                kidx.append(k)
-                first.append(base)
-                length.append(n_paddles)
-                role.append(role_id)
-                contour.append(n_contours)
-            for disc in (1, 2)[: 2 if discs else 0]:
-                kind.append(disc)
-                kidx.append(n_paddles)
-                first.append(base)
-                length.append(n_paddles)
-                role.append(role_id)
-                contour.append(n_contours)
-            n_contours += 1
+    im = Image.fromarray(np.ascontiguousarray(blown, np.uint8))
+    return np.asarray(im.resize((size, size), Image.Resampling.LANCZOS))
 
-        add_contour(cl, 0, True)
-        add_contour(cl, 1, True)
-        for _ in range(p["num_distractor_snakes"]):
-            add_contour(dl, 2, False)
-        for _ in range(p["num_single_paddles"]):
-            add_contour(1, 3, False)
-        self.kind = np.array(kind, np.int8)  # 0 paddle, 1 start-tip disc, 2 end-tip disc
-        self.kidx = np.array(kidx, np.int32)  # paddle index within its contour
-        self.first = np.array(first, np.int32)  # first slot of the contour
-        self.length = np.array(length, np.int32)  # paddles of the contour
-        self.role = np.array(role, np.int8)  # 0 target A, 1 target B, 2 distractor, 3 single
-        self.contour = np.array(contour, np.int16)
-        self.n_slots = len(kind)
-        self.n_contours = n_contours
-        # Slots of the start-tip and end-tip discs of targets A and B.
-        self.disc_start = tuple(int(i) for i in np.flatnonzero(self.kind == 1))
-        self.disc_end = tuple(int(i) for i in np.flatnonzero(self.kind == 2))
-        s = p["antialias_scale"]
-        self.reach_paddle = p["paddle_thickness"] / 2 + 0.5 / s  # coverage > 0 within this
-        self.reach_disc = p["marker_radius"] + 0.5 / s
-        extent = max(p["paddle_length"] + 2 * self.reach_paddle, 2 * self.reach_disc)
-        self.patch = int(math.ceil(extent)) + 2  # pixels per side of a primitive's patch
-        self.max_margin = max(p["paddle_margin_list"])
-        # Canvas = the image plus a border that every patch window (patch + margin) fits in:
-        # pixel y is canvas row y + offset.
-        self.offset = self.max_margin + int(math.ceil(max(self.reach_paddle, self.reach_disc))) + 1
-        self.canvas = p["window_size"] + self.offset + self.patch + self.max_margin + 1
+
+def _disc(radius: float) -> np.ndarray:
+    r = int(math.floor(radius))
+    yy, xx = np.mgrid[-r : r + 1, -r : r + 1]
+    return yy * yy + xx * xx <= radius * radius
+
+
+def _dilate(img: np.ndarray, struct: np.ndarray) -> np.ndarray:
+    """Max of img over a centred structuring element (out-of-image cells ignored)."""
+    h, w = img.shape
+    cy, cx = struct.shape[0] // 2, struct.shape[1] // 2
+    out = np.zeros_like(img)
+    for dy, dx in zip(*np.nonzero(struct), strict=True):
+        oy, ox = dy - cy, dx - cx
+        ys, xs = slice(max(0, -oy), min(h, h - oy)), slice(max(0, -ox), min(w, w - ox))
+        yt, xt = slice(max(0, oy), min(h, h + oy)), slice(max(0, ox), min(w, w + ox))
+        np.maximum(out[ys, xs], img[yt, xt], out=out[ys, xs])
+    return out
+
+
+def _translate(y, x, phi, dist):
+    """ceil(point + dist * (sin phi, cos phi)), elementwise (float64 arithmetic)."""
+    return np.ceil(y + dist * np.sin(phi)), np.ceil(x + dist * np.cos(phi))
+
+
+def _flip(phi):
+    """The opposite orientation, kept in (-pi, pi]."""
+    return np.where(phi < 0, phi + np.pi, phi - np.pi)
+
+
+class _Setup:
+    """Everything that depends only on (params, margin): stamps and lookup tables."""
+
+    def __init__(self, p: dict, margin: int):
+        from PIL import Image, ImageDraw
+
+        L, aa, m = p["paddle_length"], p["antialias_scale"], margin
+        H = p["window_size"]
+        self.H, self.L, self.m = H, L, m
+        self.R = R = L + int(math.ceil(p["paddle_thickness"])) + m  # stamp radius (pixels)
+        self.S = S = 2 * R + 1
+        width = int(round(p["paddle_thickness"] * aa))
+        centre = R * aa
+        disc_blown = _disc(m * aa)
+
+        # Orientations used: seeds take integer degrees; a grown paddle is drawn from a
+        # candidate pixel back towards the pivot (the flipped candidate orientation).
+        step = L + m
+        arc = 360.0 / (2 * step * np.pi)  # degrees per pixel of arc
+        a = np.arange(0, 360, arc) * np.pi / 180
+        off = np.floor(np.stack([step * np.sin(a), step * np.cos(a)], 1)).astype(np.int64)
+        self.cand_off = np.unique(off, axis=0)  # sorted by (row, col), like the original
+        self.cand_omega = np.arctan2(self.cand_off[:, 0], self.cand_off[:, 1]).astype(np.float64)
+        seed_phi = np.arange(-180, 180) * np.pi / 180  # as the original computes it
+        phis = np.concatenate([seed_phi, _flip(self.cand_omega)])
+        # Orientations of a snake's last paddle: id d < 360 = seed degree d - 180, id 360 + k =
+        # candidate k. Per id: the step to the next pivot and the turn weights of candidates.
+        self.phi_table = np.concatenate([seed_phi, self.cand_omega])
+        self.step = (L + 2 * m) * np.stack([np.sin(self.phi_table), np.cos(self.phi_table)], 1)
+        turn = np.abs(self.cand_omega[None, :] - self.phi_table[:, None])
+        turn = np.minimum(turn, 2 * np.pi - turn)
+        turn = np.minimum(turn * p["continuity"], np.pi / 2)
+        turn_w = np.maximum(np.cos(turn), 0) ** 2  # [360 + K, K]
+        # Only candidates of non-zero weight can be drawn: per orientation id, their indices
+        # (in candidate order, padded with weight-0 repeats) and weights.
+        live = [np.flatnonzero(w > 0) for w in turn_w]
+        k_live = max(1, max(len(v) for v in live))
+        self.cand_idx = np.zeros((len(turn_w), k_live), np.int64)
+        self.cand_w = np.zeros((len(turn_w), k_live))
+        for i, v in enumerate(live):
+            if len(v):
+                self.cand_idx[i] = np.resize(v, k_live)
+                self.cand_w[i, : len(v)] = turn_w[i, v]
+        hy, hx = _translate(float(centre), float(centre), phis, L * aa)
+        heads = np.stack([hy, hx], 1).astype(np.int64) - centre  # blown head offsets
+        keys, inverse = np.unique(heads, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        self.seed_stamp = inverse[:360]
+        self.cand_stamp = inverse[360:]
+
+        ink, guard = [], []
+        for oy, ox in keys:
+            im = Image.new("L", (2 * centre + 1, 2 * centre + 1), 0)
+            ImageDraw.Draw(im).line(
+                [(centre, centre), (centre + int(ox), centre + int(oy))], fill=255, width=width
+            )
+            line = np.asarray(im)
+            ink.append(_lanczos_gray(line, S))
+            guard.append(_lanczos_gray(_dilate(line, disc_blown), S))
+        self.ink = np.stack(ink).astype(np.float32) / 255  # [stamps, S, S]
+        # Guards and occupancy masks are kept as 8-bit levels (value = level / 255, as the
+        # original's resized masks are): the mask is a max of guards and the border.
+        self.guard = np.stack(guard)  # uint8 [stamps, S, S]
+        self.guard_flat = self.guard.reshape(len(keys), -1)
+        # The original's tests on float32 levels: a + b < 1.8 (a new paddle fits), a > 0.3
+        # (occupied for seeds). fit_max[a] = the largest guard level b that fits on mask a.
+        level = (np.arange(256, dtype=np.float32) / np.float32(255)).astype(np.float64)
+        fits = level[:, None] + level[None, :] < 1.8
+        self.fit_max = (fits.sum(1) - 1).astype(np.int16)  # [256], -1: nothing fits
+        self.level = level
+        self.occupied_level = int(np.flatnonzero(level > 0.3)[0])  # levels >= this: > 0.3
+
+        # Canvas: the image with a border of G pixels (kept at 0) so windows never wrap.
+        self.G = G = R + 2
+        self.W = Wp = H + 2 * G
+        self.area = Wp * Wp
+        win = np.arange(S) - R
+        self.win_off = (win[:, None] * Wp + win[None, :]).reshape(-1)
+        inside = np.zeros((Wp, Wp), np.uint8)
+        inside[G : G + H, G : G + H] = 1
+        self.inside_flat = inside.reshape(-1)
+        border = np.zeros((H, H), np.float32)
+        pad = p["padding"]
+        if pad:
+            border[:pad, :] = border[-pad:, :] = border[:, :pad] = border[:, -pad:] = 1
+        self.border = np.zeros((Wp, Wp), np.uint8)
+        self.border[G : G + H, G : G + H] = border * 255
+        ring = np.zeros((H, H), bool)
+        ring[0, :] = ring[-1, :] = ring[:, 0] = ring[:, -1] = True
+        self.ring = np.zeros((Wp, Wp), bool)
+        self.ring[G : G + H, G : G + H] = ring
+        dy, dx = np.nonzero(_disc(m))
+        self.disc_off = (dy - m) * Wp + (dx - m)
+
+        # A seed's test kernel: the guard's full-strength pixels, as placed by the original (a
+        # (2(L+m)+1)^2 grid with the tail at (L+m+1, L+m+1), applied with its centre as anchor:
+        # offsets from the tail + 1, clipped to the grid).
+        self.seed_kernel = []
+        for d in range(360):
+            gy, gx = np.nonzero(self.guard[self.seed_stamp[d]] == 255)
+            gy, gx = gy - R, gx - R
+            keep = (gy >= -(step + 1)) & (gy <= step - 1) & (gx >= -(step + 1)) & (gx <= step - 1)
+            self.seed_kernel.append(np.stack([gy[keep] + 1, gx[keep] + 1], 1))
+        # OpenCV's dilation gives the lowest float where the kernel misses the image entirely,
+        # and the original then finds no admissible pixel at all: such an orientation always
+        # fails (e.g. a kernel whose cells all lie below and right of the tail). With kernels
+        # smaller than half the image, if any pixel is such a place, an image corner is.
+        corners = np.array([[0, 0], [0, H - 1], [H - 1, 0], [H - 1, H - 1]])
+        self.seed_dead = np.zeros(360, bool)
+        for d, k in enumerate(self.seed_kernel):
+            y, x = corners[:, None, 0] + k[None, :, 0], corners[:, None, 1] + k[None, :, 1]
+            out = (y < 0) | (y >= H) | (x < 0) | (x >= H)
+            self.seed_dead[d] = bool(out.all(1).any())
+        n_k = max(max(len(k) for k in self.seed_kernel), 1)
+        kern = np.zeros((360, n_k), np.int64)
+        for d, k in enumerate(self.seed_kernel):
+            flat = k[:, 0] * Wp + k[:, 1]
+            kern[d] = np.resize(flat, n_k) if len(flat) else 0  # repeats are harmless
+        self.kernel_flat = kern
+
+        # Seed A: the lined mask is fixed: the border and bands of 2 * seed_distance at every
+        # edge. Where the kernels are narrower than half the band, a tail is admissible iff its
+        # kernel lies inside the free centre square (a rectangle of tails per orientation).
+        band = 2 * p["seed_distance"]
+        pix = (np.arange(H)[:, None] + G) * Wp + np.arange(H)[None, :] + G
+        reach = max((int(np.abs(k).max()) for k in self.seed_kernel if len(k)), default=0)
+        avail = []
+        if 2 * reach < band and p["padding"] <= band:
+            for d, k in enumerate(self.seed_kernel):
+                if self.seed_dead[d]:
+                    avail.append(pix[:0, 0])
+                    continue
+                y0, y1 = band - k[:, 0].min(), H - band - 1 - k[:, 0].max()
+                x0, x1 = band - k[:, 1].min(), H - band - 1 - k[:, 1].max()
+                yy, xx = np.mgrid[y0 : y1 + 1, x0 : x1 + 1]
+                avail.append((yy * H + xx).reshape(-1))
+        else:
+            lined = border.copy()
+            lined[:band, :] = lined[H - band :, :] = lined[:, :band] = lined[:, H - band :] = 1
+            canvas = np.zeros((Wp, Wp), bool)
+            canvas[G : G + H, G : G + H] = lined > 0.3
+            for d in range(360):
+                hit = canvas.reshape(-1)[pix.reshape(-1)[:, None] + kern[d][None, :]].any(1)
+                avail.append(np.flatnonzero(~hit) if not self.seed_dead[d] else pix[:0, 0])
+        self.seed_a_count = np.array([len(v) for v in avail], np.int64)
+        self.seed_a = np.zeros((360, max(1, self.seed_a_count.max())), np.int64)
+        for d, v in enumerate(avail):
+            self.seed_a[d, : len(v)] = v
+        self.pix_canvas = pix.reshape(-1)  # image pixel (flat) -> canvas index
+
+        # Marker disc: radius marker_radius * aa around the tip's supersampled pixel.
+        r = p["marker_radius"]
+        Q = int(math.ceil(r)) + 4
+        n = (2 * Q + 1) * aa
+        yy, xx = np.mgrid[0:n, 0:n] - Q * aa
+        disc = ((yy * yy + xx * xx) <= (r * aa) ** 2).astype(np.uint8) * 255
+        self.Q = Q
+        self.marker = _lanczos_gray(disc, 2 * Q + 1).astype(np.float32) / 255
+
+
+@functools.lru_cache(maxsize=16)
+def _setup_cached(items: tuple, margin: int) -> _Setup:
+    return _Setup(dict(items), margin)
+
+
+def _setup(p: dict, margin: int) -> _Setup:
+    return _setup_cached(tuple(sorted(p.items())), margin)
 
 
 # --------------------------------------------------------------------------------------------
@@ -396,390 +619,696 @@ def _image_keys(seed: int, stream: int, start: int, n: int) -> np.ndarray:
         return _mix(base + _mix(index + _GOLDEN))
 
 
-def _uniforms(keys: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """Uniforms in [0, 1): draw number `index` (uint64 [n, ...]) of stream `keys` ([n])."""
-    shape = (-1,) + (1,) * (index.ndim - 1)
-    z = keys.reshape(shape) + (index + np.uint64(1)) * _GOLDEN
-    return (_mix(z) >> np.uint64(11)).astype(np.float64) * (1.0 / 2**53)
+def _uniforms(keys: np.ndarray, counter: np.ndarray, n: int) -> np.ndarray:
+    """float64 [len(keys), n] in [0, 1): draws counter .. counter + n - 1 of each stream."""
+    index = counter[:, None] + np.arange(n, dtype=np.uint64)[None, :]
+    with np.errstate(over="ignore"):
+        z = keys[:, None] + (index + np.uint64(1)) * _GOLDEN
+        return (_mix(z) >> np.uint64(11)).astype(np.float64) * (1.0 / 2**53)
+
+
+def _choice(u: np.ndarray, n: int) -> np.ndarray:
+    return np.minimum((u * n).astype(np.int64), n - 1)
 
 
 # --------------------------------------------------------------------------------------------
-# Generation
+# Generation: image slots and target-pair "lanes", in lock-step
 # --------------------------------------------------------------------------------------------
 
-_INF = np.int16(np.iinfo(np.int16).max)  # "no primitive near" in the serial grids
-_HEAD_DRAWS = 8  # per-image draws before the placement attempts (label, margin, gains, ...)
-_ATTEMPT_DRAWS = 4  # per placement attempt: cell/angle, x, y within the cell, turn
-_BUDGET = 4096  # candidate placements evaluated per lock-step step (K per image = budget / n)
-_MAX_K = 64
-_FREE_CELL_PIXELS = 64 * 64  # images up to this size draw fresh starts among free pixels
+# Random draws of image i (its own stream) are laid out by role, so that any schedule gives the
+# same image: the head (label, margin, marker coin); target-pair attempt j at
+# _HEAD_DRAWS + j * stride (its seeds, then each growth step); the distractors from
+# _DISTRACTOR_DRAWS on. With T = 1 + max_paddle_retrial tries: seeds 4 + 4T (2 snake contrasts,
+# 2 seed paddle contrasts, per try an orientation and a position for A and for B), a growth
+# step 1 + T (a paddle contrast, a candidate per try), a distractor seed 1 + T (2 + _REJECT) (a
+# contrast; per try an orientation, _REJECT uniform candidate pixels, a draw for the fallback).
+_HEAD_DRAWS = 8
+_REJECT = 8
+_DISTRACTOR_DRAWS = 1 << 48
+# Target-pair attempts of one image grown at once (speculatively): 2 + (its failed lanes) / 2,
+# at most _LANES_PER_IMAGE, so images whose attempts keep failing get more lanes.
+_LANES_PER_IMAGE = 32
+_MAX_K = 32  # seed attempts of one image evaluated per step
+
+# Image phases; lane phases.
+_SEARCH, _SEED_D, _GROW_D, _DONE, _IDLE = range(5)
+_FREE, _GROWING, _WON = range(3)
+_NEVER = np.iinfo(np.int64).max
 
 
-def _min_filter1(x: np.ndarray) -> np.ndarray:
-    # Chebyshev radius-1 minimum over the last two axes (separable 3x3).
-    y = x.copy()
-    np.minimum(y[..., 1:, :], x[..., :-1, :], out=y[..., 1:, :])
-    np.minimum(y[..., :-1, :], x[..., 1:, :], out=y[..., :-1, :])
-    z = y.copy()
-    np.minimum(z[..., :, 1:], y[..., :, :-1], out=z[..., :, 1:])
-    np.minimum(z[..., :, :-1], y[..., :, 1:], out=z[..., :, :-1])
-    return z
+class _State:
+    """Slots that grow contours: per slot an occupancy mask (canvas), the snakes being grown
+    (pivot, orientation, pending guard) and the paddles drawn so far."""
 
+    def __init__(self, capacity: int, snakes: int, paddles: int, p: dict, st: _Setup):
+        self.p, self.st, self.B = p, st, capacity
+        B = capacity
+        self.tries = T = 1 + p["max_paddle_retrial"]
+        self.pair_draws, self.grow_draws = 4 + 4 * T, 1 + T
+        self.seed_draws = 1 + T * (2 + _REJECT)
+        self.keys = np.zeros(B, np.uint64)
+        self.ctr = np.zeros(B, np.uint64)
+        self.mask = np.zeros((B, st.area), np.uint8)  # levels / 255
+        self.mflat = self.mask.reshape(-1)  # a view
+        self.piv = np.zeros((B, snakes, 2), np.int64)
+        self.phi_id = np.zeros((B, snakes), np.int64)  # orientation ids (_Setup.phi_table)
+        self.pend = np.zeros((B, snakes), np.int64)  # pending guard: stamp, at pend_at
+        self.pend_at = np.zeros((B, snakes), np.int64)  # canvas index within the slot
+        self.tail = np.zeros((B, 2, 2), np.int64)  # targets' start tips (row, col)
+        self.head = np.zeros((B, 2, 2), np.int64)  # targets' end tips
+        # Paddles drawn: stamp, canvas index, contrast, contour (0, 1 targets; 2 + d).
+        self.pad_stamp = np.zeros((B, paddles), np.int64)
+        self.pad_at = np.zeros((B, paddles), np.int64)
+        self.pad_gain = np.zeros((B, paddles), np.float32)
+        self.pad_contour = np.zeros((B, paddles), np.int64)
+        self.count = np.zeros(B, np.int64)
 
-def _spread(x: np.ndarray, radius: np.ndarray, max_radius: int) -> np.ndarray:
-    """Minimum over Chebyshev distance <= radius[i] of x[i] (x: [n, h, w], radius: [n])."""
-    out = step = x
-    uniform = bool(np.all(radius == max_radius))
-    for r in range(1, max_radius + 1):
-        step = _min_filter1(step)
-        out = step if uniform else np.where((radius >= r)[:, None, None], step, out)
-    return out
+    def _draws(self, b, n):
+        u = _uniforms(self.keys[b], self.ctr[b], n)
+        self.ctr[b] += np.uint64(n)
+        return u
 
+    def _at(self, rows, cols):
+        G, W = self.st.G, self.st.W
+        return (rows + G) * W + (cols + G)
 
-def _render(ax, ay, dx, dy, hw, gain, s: int, patch: int) -> np.ndarray:
-    """Quantised intensities uint8 [n, patch, patch] of n capsules in their patches.
+    def _merge(self, b, stamp, at):
+        """mask = max(mask, guard) for the guards `stamp` at canvas indices `at` (images b)."""
+        st = self.st
+        idx = at[:, None] + st.win_off[None, :]
+        g = st.guard_flat[stamp] * st.inside_flat[idx]
+        idx += (b * st.area)[:, None]
+        self.mflat[idx] = np.maximum(self.mflat[idx], g)
 
-    (ax, ay): segment start relative to the patch origin, (dx, dy): segment vector,
-    hw: half width, gain: contrast; all float [n]."""
-    n = len(ax)
-    f32 = np.float32
-    g = (np.arange(patch * s, dtype=f32) + f32(0.5)) / f32(s)
-    px = g[None, None, :] - ax.astype(f32)[:, None, None]  # [n, 1, ps]
-    py = g[None, :, None] - ay.astype(f32)[:, None, None]  # [n, ps, 1]
-    dx = dx.astype(f32)[:, None, None]
-    dy = dy.astype(f32)[:, None, None]
-    inv = f32(1) / np.maximum(dx * dx + dy * dy, f32(1e-12))
-    # Distance of every sub-pixel centre to the segment: project, clamp, measure.
-    t = px * (dx * inv) + py * (dy * inv)  # [n, ps, ps]
-    np.clip(t, 0.0, 1.0, out=t)
-    qx = px - t * dx
-    qy = py - t * dy
-    qx *= qx
-    qy *= qy
-    qx += qy
-    np.sqrt(qx, out=qx)
-    # Coverage with a one-sub-pixel linear edge: s * (hw - d) + 1/2, clipped to [0, 1].
-    qx *= f32(-s)
-    qx += (f32(s) * hw.astype(f32) + f32(0.5))[:, None, None]
-    np.clip(qx, 0.0, 1.0, out=qx)
-    cov = qx.reshape(n, patch, s, patch * s).sum(axis=2).reshape(n, patch, patch, s).sum(axis=3)
-    cov *= (gain.astype(f32) / f32(s * s))[:, None, None]
-    np.minimum(cov, f32(1), out=cov)
-    cov *= f32(255)
-    cov += f32(0.5)
-    return np.floor(cov, out=cov).astype(np.uint8)
+    def _add_paddle(self, b, stamp, at, gain, contour):
+        j = self.count[b]
+        self.pad_stamp[b, j], self.pad_at[b, j] = stamp, at
+        self.pad_gain[b, j], self.pad_contour[b, j] = gain, contour
+        self.count[b] += 1
 
+    def _bounds(self, y, x):
+        H = self.st.H
+        return (y >= 0) & (y < H) & (x >= 0) & (x < H)
 
-def _pick(options: np.ndarray, u: np.ndarray) -> np.ndarray:
-    return options[np.minimum((u * len(options)).astype(np.int64), len(options) - 1)]
+    def _seed_ends(self, ty, tx, deg):
+        """Head and pivot of a seed paddle from tail (ty, tx) in orientation id `deg` (degree
+        + 180), and whether both are inside the image (the original's seed test)."""
+        L, m = self.st.L, self.st.m
+        phi = self.st.phi_table[deg]
+        hy, hx = _translate(ty, tx, phi, L)
+        rev = np.where(phi + np.pi < np.pi, phi + np.pi, phi - np.pi)
+        py, px = _translate(hy, hx, rev, L + m)
+        ok = self._bounds(hy, hx) & self._bounds(py, px)
+        return np.stack([py, px], -1).astype(np.int64), ok
 
-
-def _generate_chunk(keys: np.ndarray, p: dict, lay: _Layout, debug: bool):
-    """Images of the streams `keys` ([B] uint64), built in lock-step.
-
-    Every step takes, for each unfinished image, its next K candidate placements of the current
-    primitive (attempt numbers a, a+1, ..., each with its own draws), and accepts the first that
-    passes. Candidates after the first passing one, or beyond the retry limit, are not used
-    (not consumed): so the result is exactly that of trying the candidates one at a time, for
-    any K, chunk size or batch composition.
-
-    Occupancy: `occ` holds, per pixel, the smallest serial (slot + 1) of the primitives whose
-    footprint covers it; `near` the smallest serial within Chebyshev distance `margin`. A
-    primitive with limit l is blocked iff near < l on any pixel of its footprint.
-    """
-    B = len(keys)
-    size, s, P, M, Q = p["window_size"], p["antialias_scale"], lay.patch, lay.max_margin, lay.offset
-    pad, L = p["padding"], p["paddle_length"]
-    T = lay.n_slots
-    lo, hi = pad, size - pad
-
-    head = _uniforms(keys, np.broadcast_to(np.arange(5, dtype=np.uint64), (B, 5)))
-    label = (head[:, 0] < 0.5).astype(np.int32)
-    margin = _pick(np.array(p["paddle_margin_list"], np.int64), head[:, 1])
-    snake_gain = _pick(np.array(p["snake_contrast_list"]), head[:, 2])
-    paddle_gain = _pick(np.array(p["paddle_contrast_list"]), head[:, 3])
-    x_target = (head[:, 4] < 0.5).astype(np.int64)  # target contour carrying the start marker
-
-    attempts = np.zeros(B, np.uint64)
-    slot = np.zeros(B, np.int64)
-    tries = np.zeros(B, np.int64)
-    restarts = np.zeros(B, np.int64)  # of the current contour
-    image_restarts = np.zeros(B, np.int64)
-    sx, sy, ex, ey, th = (np.zeros((B, T)) for _ in range(5))
-    ox = np.zeros((B, T), np.int64)
-    oy = np.zeros((B, T), np.int64)
-    vals = np.zeros((B, T, P, P), np.uint8)
-    C = lay.canvas
-    occ = np.zeros((B, C, C), np.int16)
-    near = np.full((B, C, C), _INF, np.int16)
-    # Flat views for windows: element (b, row, col) is b * C * C + row * C + col.
-    occ_flat, near_flat = occ.reshape(-1), near.reshape(-1)
-    patch_offsets = (np.arange(P)[:, None] * C + np.arange(P)[None, :]).reshape(-1)
-    grow_offsets = (np.arange(P + 2 * M)[:, None] * C + np.arange(P + 2 * M)[None, :]).reshape(-1)
-
-    # A fresh start is uniform in [lo, hi]^2 restricted to pixels with no primitive within the
-    # margin (a necessary condition: the start pixel is part of the footprint): a cell is drawn
-    # with probability proportional to its area inside [lo, hi]^2, then a point inside it.
-    # Both ways give uniform starts over the admissible area; free-cell sampling needs a
-    # cumulative sum over the image per try, which pays off only on small, crowded images.
-    free_cells = size * size <= _FREE_CELL_PIXELS
-    cell = np.arange(size, dtype=np.float64)
-    cell_lo = np.maximum(cell, lo)
-    cell_w = np.clip(np.minimum(cell + 1, hi) - cell_lo, 0, None)
-    cell_area = (cell_w[:, None] * cell_w[None, :]).reshape(-1)
-    line_t = np.linspace(0.0, 1.0, int(math.ceil(2 * L)) + 1)  # centre-line samples, <= 0.5 apart
-    hw_of_kind = np.array([p["paddle_thickness"] / 2, p["marker_radius"], p["marker_radius"]])
-    reach_of_kind = np.array([lay.reach_paddle, lay.reach_disc, lay.reach_disc])
-    draw_ix = np.arange(_ATTEMPT_DRAWS, dtype=np.uint64)
-
-    while True:
-        act = np.flatnonzero(slot < T)
-        if not len(act):
-            break
-        A = len(act)
-        K = int(min(_MAX_K, max(1, _BUDGET // A)))
-        j = slot[act]
-        kind, k, role, first = lay.kind[j], lay.kidx[j], lay.role[j], lay.first[j]
-        paddle = kind == 0
-        fresh = paddle & (k == 0)
-        jm1 = np.maximum(j - 1, 0)
-        # Serials below `limit` block: all for a contour's first paddle, all but the previous
-        # paddle for the next ones, all other contours' for a tip disc.
-        limit = np.where(fresh, j + 1, np.where(paddle, j, first + 1))
-        max_tries = np.where(kind > 0, 1, np.where(fresh, _MAX_START_TRIES, _MAX_TURN_TRIES))
-        remaining = max_tries - tries[act]
-        n_try = np.where(kind > 0, 1, np.minimum(K, remaining))  # candidates that may be used
-
-        index = (
-            np.uint64(_HEAD_DRAWS)
-            + (attempts[act][:, None] + np.arange(K, dtype=np.uint64)[None, :])[:, :, None]
-            * np.uint64(_ATTEMPT_DRAWS)
-            + draw_ix
+    def _seeds(self, u):
+        """One target-pair seeding attempt per row of draws u [r, pair_draws]: dict of the
+        seeds, with `good` [r] where both were placed."""
+        p, st = self.p, self.st
+        r = len(u)
+        sc, pc = np.array(p["snake_contrast_list"]), np.array(p["paddle_contrast_list"])
+        # Two snake contrasts drawn without replacement from the list taken twice.
+        i1 = _choice(u[:, 0], 2 * len(sc))
+        i2 = _choice(u[:, 1], 2 * len(sc) - 1)
+        i2 = i2 + (i2 >= i1)
+        mu = np.stack([sc[i1 % len(sc)], sc[i2 % len(sc)]], 1)
+        c0 = pc[_choice(u[:, 2], len(pc))]
+        c1 = pc[_choice(u[:, 3], len(pc))]
+        tries, H = self.tries, st.H
+        # Target A: up to `tries` orientations; no admissible pixel ends the attempt.
+        state = np.zeros(r, np.int8)  # 0 trying, 1 placed, 2 failed
+        deg_a = np.zeros(r, np.int64)
+        ta = np.zeros((r, 2), np.int64)
+        piv_a = np.zeros((r, 2), np.int64)
+        for t in range(tries):
+            live = state == 0
+            deg = _choice(u[:, 4 + 2 * t], 360)
+            cnt = st.seed_a_count[deg]
+            state[live & (cnt == 0)] = 2
+            live &= cnt > 0
+            pix = st.seed_a[deg, _choice(u[:, 5 + 2 * t], np.maximum(cnt, 1))]
+            y, x = np.divmod(pix, H)
+            piv, ok = self._seed_ends(y.astype(np.float64), x.astype(np.float64), deg)
+            put = live & ok
+            deg_a[put], piv_a[put] = deg[put], piv[put]
+            ta[put, 0], ta[put, 1] = y[put], x[put]
+            state[put] = 1
+        good = state == 1
+        # Target B: seed_distance from A's tail in a uniform integer-degree direction.
+        state[:] = np.where(good, 0, 2)
+        deg_b = np.zeros(r, np.int64)
+        tb = np.zeros((r, 2), np.int64)
+        piv_b = np.zeros((r, 2), np.int64)
+        sd = p["seed_distance"]
+        for t in range(tries):
+            live = state == 0
+            if not live.any():
+                break
+            deg = _choice(u[:, 4 + 2 * tries + 2 * t], 360)
+            ang = _choice(u[:, 5 + 2 * tries + 2 * t], 360) * np.pi / 180
+            y = np.round(ta[:, 0] + sd * np.sin(ang))
+            x = np.round(ta[:, 1] + sd * np.cos(ang))
+            piv, ok = self._seed_ends(y, x, deg)
+            put = live & ok
+            deg_b[put], piv_b[put] = deg[put], piv[put]
+            tb[put, 0], tb[put, 1] = y[put], x[put]
+            state[put] = 1
+        good &= state == 1
+        return dict(
+            good=good,
+            mu=mu,
+            c0=c0,
+            c1=c1,
+            deg_a=deg_a,
+            deg_b=deg_b,
+            ta=ta,
+            tb=tb,
+            piv_a=piv_a,
+            piv_b=piv_b,
         )
-        u = _uniforms(keys[act], index)  # [A, K, 4]
-        bb = act[:, None]
 
-        theta = np.where(
-            fresh[:, None],
-            2 * np.pi * u[..., 3],
-            th[act, jm1][:, None] + p["continuity"] * (2 * u[..., 3] - 1),
-        )
-        cos, sin = np.cos(theta), np.sin(theta)
-        m = margin[act][:, None]
-        xs = ex[act, jm1][:, None] + m * cos
-        ys = ey[act, jm1][:, None] + m * sin
-        valid = np.ones((A, K), bool)
-        # Target B: seed_distance from target A's start.
-        sel = np.flatnonzero(fresh & (role == 1))
-        if len(sel):
-            phi = 2 * np.pi * u[sel, :, 0]
-            xs[sel] = sx[act[sel], 0][:, None] + p["seed_distance"] * np.cos(phi)
-            ys[sel] = sy[act[sel], 0][:, None] + p["seed_distance"] * np.sin(phi)
-        # Other contours: uniform over the free cells.
-        sel = np.flatnonzero(fresh & (role != 1))
-        if len(sel) and not free_cells:
-            xs[sel] = lo + (hi - lo) * u[sel, :, 1]
-            ys[sel] = lo + (hi - lo) * u[sel, :, 2]
-        elif len(sel):
-            free = near[act[sel], Q : Q + size, Q : Q + size].reshape(len(sel), -1) == _INF
-            cum = np.cumsum(free * cell_area, axis=1)
-            total = cum[:, -1]
-            # One sorted array over all images: image i's cumulative areas shifted by i * span.
-            span = float(size * size + 1)
-            shift = np.arange(len(sel))[:, None] * span
-            target = u[sel, :, 0] * total[:, None] + shift
-            c = np.searchsorted((cum + shift).reshape(-1), target.reshape(-1), side="right")
-            c = c.reshape(len(sel), K) - np.arange(len(sel))[:, None] * (size * size)
-            c = np.minimum(c, size * size - 1)
-            cy, cx = np.divmod(c, size)
-            xs[sel] = cell_lo[cx] + u[sel, :, 1] * cell_w[cx]
-            ys[sel] = cell_lo[cy] + u[sel, :, 2] * cell_w[cy]
-            valid[sel] &= (total > 0)[:, None]
-        # Tip discs.
-        sel = np.flatnonzero(~paddle)
-        if len(sel):
-            tip = np.where(kind[sel] == 1, first[sel], first[sel] + lay.length[j[sel]] - 1)
-            start_tip = kind[sel] == 1
-            xs[sel] = np.where(start_tip, sx[act[sel], tip], ex[act[sel], tip])[:, None]
-            ys[sel] = np.where(start_tip, sy[act[sel], tip], ey[act[sel], tip])[:, None]
-        length = np.where(paddle, L, 0.0)[:, None]
-        xe = xs + length * cos
-        ye = ys + length * sin
+    def _grow(self, b, snake, u):
+        """One paddle for snake `snake` [n] of images b: (success, head [n, 2], orientation,
+        new pivot [n, 2], stamp, canvas index of the head). u: [n, tries] candidate draws."""
+        st = self.st
+        n, H = len(b), st.H
+        piv, phi_id = self.piv[b, snake], self.phi_id[b, snake]
+        step = st.step[phi_id]
+        npiv = np.ceil(piv + step).astype(np.int64)
+        cidx = st.cand_idx[phi_id]  # [n, K] candidates of non-zero weight
+        cand = npiv[:, None, :] + st.cand_off[cidx]  # [n, K, 2]
+        cy, cx = cand[..., 0], cand[..., 1]
+        inb = (cy >= 0) & (cy < H) & (cx >= 0) & (cx < H)
+        lim = st.G - st.R  # OOB candidates (never drawn) are clipped so windows stay inside
+        at = self._at(np.clip(cy, -lim, H - 1 + lim), np.clip(cx, -lim, H - 1 + lim))  # [n, K]
+        base = (b * st.area)[:, None]
+        flat = base + at
+        occupied = self.mflat[flat]  # the mask dilated by a disc of radius m, at candidates
+        for o in st.disc_off:
+            np.maximum(occupied, self.mflat[flat + o], out=occupied)
+        pmf = (1 - st.level[occupied]) * st.cand_w[phi_id] * inb
+        total = pmf.sum(1)
+        alive = total >= 1e-4
+        cmf = np.cumsum(pmf / np.where(alive, total, 1)[:, None], axis=1)
+        rr = np.arange(n)
+        # Tries in order, a later one only where the earlier ones failed. The candidate drawn
+        # is the first whose cumulative probability exceeds the draw.
+        k = np.zeros(n, np.int64)
+        ok = np.zeros(n, bool)
+        todo = np.flatnonzero(alive)
+        for t in range(u.shape[1]):
+            if not len(todo):
+                break
+            kt = np.minimum((cmf[todo] <= u[todo, t : t + 1]).sum(1), cmf.shape[1] - 1)
+            stamp = st.cand_stamp[cidx[todo, kt]]
+            win = (base[todo, 0] + at[todo, kt])[:, None] + st.win_off  # [l, S*S]
+            fits = (st.guard_flat[stamp] <= st.fit_max[self.mflat[win]]).all(-1)
+            fits &= pmf[todo, kt] > 0
+            k[todo[fits]] = kt[fits]
+            ok[todo[fits]] = True
+            todo = todo[~fits]
+        kk = cidx[rr, k]
+        return ok, cand[rr, k], 360 + kk, npiv, st.cand_stamp[kk], at[rr, k]
 
-        # Cheap exact pre-check: bounds, and the pixels under the centre line (all part of
-        # the footprint) must not be blocked.
-        valid &= (np.minimum(xs, xe) >= lo) & (np.maximum(xs, xe) <= hi)
-        valid &= (np.minimum(ys, ye) >= lo) & (np.maximum(ys, ye) <= hi)
-        valid &= np.arange(K)[None, :] < n_try[:, None]
-        px = np.floor(xs[..., None] + line_t * (xe - xs)[..., None]).astype(np.int64)
-        py = np.floor(ys[..., None] + line_t * (ye - ys)[..., None]).astype(np.int64)
-        np.clip(px, -Q, C - 1 - Q, out=px)
-        np.clip(py, -Q, C - 1 - Q, out=py)
-        under = near_flat[(bb * (C * C) + Q * C + Q)[:, :, None] + py * C + px]
-        valid &= ~(under < limit[:, None, None]).any(axis=2)
 
-        has = valid.any(axis=1)
-        pick = np.argmax(valid, axis=1)
-        consumed = np.where(has, pick + 1, n_try).astype(np.uint64)
-        attempts[act] += consumed
+class _Lanes(_State):
+    """Target-pair attempts: lane = (image slot, attempt number), grown in lock-step."""
 
-        # Full check of each image's first surviving candidate.
-        ok = np.zeros(A, bool)
-        cand = np.flatnonzero(has)
-        if len(cand):
-            ci = pick[cand]
-            cx0, cy0 = xs[cand, ci], ys[cand, ci]
-            cx1, cy1 = xe[cand, ci], ye[cand, ci]
-            kc = kind[cand]
-            reach = reach_of_kind[kc]
-            px0 = np.floor(np.minimum(cx0, cx1) - reach).astype(np.int64)
-            py0 = np.floor(np.minimum(cy0, cy1) - reach).astype(np.int64)
-            gain = np.where(
-                kc > 0,
-                1.0,
-                np.where(role[cand] == 3, paddle_gain[act[cand]], snake_gain[act[cand]]),
-            )
-            q = _render(cx0 - px0, cy0 - py0, cx1 - cx0, cy1 - cy0, hw_of_kind[kc], gain, s, P)
-            foot = q > 0
-            corner = act[cand] * (C * C) + (py0 + Q) * C + (px0 + Q)
-            where = corner[:, None] + patch_offsets  # [n, P * P]
-            seen = near_flat[where].reshape(-1, P, P)
-            passed = ~(foot & (seen < limit[cand][:, None, None])).any(axis=(1, 2))
-            ok[cand] = passed
+    def __init__(self, capacity: int, p: dict, st: _Setup):
+        super().__init__(capacity, 2, 2 * p["contour_length"], p, st)
+        B = capacity
+        self.phase = np.full(B, _FREE, np.int8)
+        self.owner = np.zeros(B, np.int64)
+        self.attempt = np.zeros(B, np.int64)
+        self.mu = np.zeros((B, 2))  # the targets' snake contrasts
+        self.seg_contrast = np.zeros(B)
+        self.k = np.zeros(B, np.int64)  # paddles of each target so far
+        self.s = np.zeros(B, np.int64)  # target growing next
 
-            acc = np.flatnonzero(passed)
-            if len(acc):
-                b1 = act[cand[acc]]
-                ja = j[cand[acc]]
-                serial = (ja + 1).astype(np.int16)
-                sx[b1, ja], sy[b1, ja] = cx0[acc], cy0[acc]
-                ex[b1, ja], ey[b1, ja] = cx1[acc], cy1[acc]
-                th[b1, ja] = theta[cand[acc], ci[acc]]
-                ox[b1, ja], oy[b1, ja] = px0[acc], py0[acc]
-                vals[b1, ja] = q[acc]
-                fa = foot[acc]
-                wa = where[acc]
-                cur = occ_flat[wa]
-                occ_flat[wa] = np.where(fa.reshape(len(acc), -1) & (cur == 0), serial[:, None], cur)
-                grown = np.full((len(acc), P + 2 * M, P + 2 * M), _INF, np.int16)
-                grown[:, M : M + P, M : M + P] = np.where(fa, serial[:, None, None], _INF)
-                grown = _spread(grown, margin[b1], M).reshape(len(acc), -1)
-                wg = (corner[acc] - M * C - M)[:, None] + grow_offsets
-                near_flat[wg] = np.minimum(near_flat[wg], grown)
-                slot[b1] += 1
-                tries[b1] = 0
-                nxt = slot[b1]
-                starts_contour = (nxt >= T) | (lay.first[np.minimum(nxt, T - 1)] == nxt)
-                restarts[b1[starts_contour]] = 0
+    def spawn(self, g, owner, attempt, keys, ctr, v):
+        """Lanes g start attempts whose seeds v (rows of `_seeds`) were placed."""
+        st = self.st
+        self.phase[g], self.owner[g], self.attempt[g] = _GROWING, owner, attempt
+        self.keys[g], self.ctr[g] = keys, ctr
+        deg_a, deg_b, ta, tb, mu = v["deg_a"], v["deg_b"], v["ta"], v["tb"], v["mu"]
+        self.mask[g] = st.border.reshape(-1)
+        self.count[g] = 0
+        at_a, at_b = self._at(ta[:, 0], ta[:, 1]), self._at(tb[:, 0], tb[:, 1])
+        sa, sb = st.seed_stamp[deg_a], st.seed_stamp[deg_b]
+        self.mu[g] = mu
+        self._add_paddle(g, sa, at_a, v["c0"] * mu[:, 0], 0)
+        self._add_paddle(g, sb, at_b, v["c1"] * mu[:, 1], 1)
+        self.pend[g, 0], self.pend_at[g, 0] = sa, at_a
+        self.pend[g, 1], self.pend_at[g, 1] = sb, at_b
+        self.piv[g, 0], self.piv[g, 1] = v["piv_a"], v["piv_b"]
+        self.phi_id[g, 0], self.phi_id[g, 1] = deg_a, deg_b
+        self.tail[g, 0], self.tail[g, 1] = ta, tb
+        self.head[g, 0], self.head[g, 1] = ta, tb
+        self.k[g], self.s[g] = 1, 0
+        self._finish(g[self.k[g] >= self.p["contour_length"]])
 
-        failed = np.flatnonzero(~ok)
-        if len(failed):
-            b = act[failed]
-            tries[b] += consumed[failed].astype(np.int64)
-            out_of_tries = tries[b] >= max_tries[failed]
-            is_fresh = fresh[failed]
-            give_up_image = out_of_tries & is_fresh
-            give_up_contour = out_of_tries & ~is_fresh
-            rc = b[give_up_contour]
-            restarts[rc] += 1
-            give_up_image[np.flatnonzero(give_up_contour)[restarts[rc] > _MAX_CONTOUR_RESTARTS]] = (
-                True
-            )
-            redo = np.flatnonzero(give_up_contour & ~give_up_image)
-            if len(redo):
-                br, fr = b[redo], first[failed[redo]]
-                grid = occ[br]
-                grid[grid > fr[:, None, None]] = 0  # drop the contour's own primitives
-                occ[br] = grid
-                near[br] = _spread(np.where(grid > 0, grid, _INF), margin[br], M)
-                slot[br], tries[br] = fr, 0
-            gone = b[give_up_image]
-            if len(gone):
-                image_restarts[gone] += 1
-                if image_restarts[gone].max() > _MAX_IMAGE_RESTARTS:
-                    raise RuntimeError(
-                        f"Pathfinder: could not place all contours in {_MAX_IMAGE_RESTARTS} "
-                        "attempts; the parameters leave too little room (fewer/shorter "
-                        "distractors or a larger window)"
-                    )
-                occ[gone] = 0
-                near[gone] = _INF
-                slot[gone], tries[gone], restarts[gone] = 0, 0, 0
+    def _finish(self, g):
+        # As the original: only target B's newest guard joins the mask (A's never does).
+        self._merge(g, self.pend[g, 1], self.pend_at[g, 1])
+        self.phase[g] = _WON
 
-    # Compose: max over primitives; tip discs only where a marker goes.
-    rows_all = np.arange(P)
-    mark_start = np.array(lay.disc_start)[x_target]
-    other = np.where(label == 1, x_target, 1 - x_target)
-    mark_end = np.array(lay.disc_end)[other]
-    canvas = np.zeros((B, lay.canvas, lay.canvas), np.uint8)
-    ids = np.zeros((B, lay.canvas, lay.canvas), np.int16) if debug else None
-    every = np.arange(B)
-    for jj in range(T):
-        if lay.kind[jj] > 0:
-            use = np.flatnonzero((mark_start == jj) | (mark_end == jj))
+    def grow(self, b):
+        """One paddle for each lane b (the targets alternate); failed lanes become _FREE,
+        completed ones _WON. Returns (failed lanes, completed lanes)."""
+        p = self.p
+        u = self._draws(b, self.grow_draws)
+        s = self.s[b]
+        pc = np.array(p["paddle_contrast_list"])
+        first = s == 0  # one paddle contrast per round, shared by both targets
+        self.seg_contrast[b[first]] = pc[_choice(u[first, 0], len(pc))]
+        ok, head, omega, npiv, stamp, at = self._grow(b, s, u[:, 1:])
+        self.phase[b[~ok]] = _FREE
+        g, s = b[ok], s[ok]
+        if len(g):
+            stamp, at = stamp[ok], at[ok]
+            self._add_paddle(g, stamp, at, self.seg_contrast[g] * self.mu[g, s], s)
+            self._merge(g, self.pend[g, s], self.pend_at[g, s])
+            self.pend[g, s], self.pend_at[g, s] = stamp, at
+            self.piv[g, s], self.phi_id[g, s], self.head[g, s] = npiv[ok], omega[ok], head[ok]
+            wrap = s == 1
+            self.s[g] = 1 - s
+            self.k[g[wrap]] += 1
+            done = g[wrap & (self.k[g] >= p["contour_length"])]
+            self._finish(done)
         else:
-            use = every
-        if not len(use):
-            continue
-        rr = (oy[use, jj] + Q)[:, None, None] + rows_all[None, :, None]
-        cc = (ox[use, jj] + Q)[:, None, None] + rows_all[None, None, :]
-        bb = use[:, None, None]
-        v = vals[use, jj]
-        canvas[bb, rr, cc] = np.maximum(canvas[bb, rr, cc], v)
-        if debug:
-            cur = ids[bb, rr, cc]
-            ids[bb, rr, cc] = np.where(v > 0, lay.contour[jj] + 1, cur)
-    images = canvas[:, Q : Q + size, Q : Q + size].copy()
-    if not debug:
-        return images, label, None
-    tips = np.zeros((B, lay.n_contours, 2, 2))
-    for c in range(lay.n_contours):
-        slots = np.flatnonzero((lay.contour == c) & (lay.kind == 0))
-        tips[:, c, 0] = np.stack([sx[:, slots[0]], sy[:, slots[0]]], -1)
-        tips[:, c, 1] = np.stack([ex[:, slots[-1]], ey[:, slots[-1]]], -1)
-    markers = np.stack([tips[every, x_target, 0], tips[every, other, 1]], axis=1)  # [B, 2, (x, y)]
-    info = dict(
-        contour_map=ids[:, Q : Q + size, Q : Q + size].copy(),
-        tips=tips,
-        markers=markers,
-        marker_contours=np.stack([x_target, other], axis=1),
-        margin=margin,
-        snake_contrast=snake_gain,
-        image_restarts=image_restarts,
-        segments=np.stack([sx, sy, ex, ey], axis=-1)[:, lay.kind == 0],
-    )
-    return images, label, info
+            done = g
+        return b[~ok], done
+
+
+class _Images(_State):
+    """Image slots: the head draws, the search for the target pair, then the distractors."""
+
+    def __init__(self, capacity: int, p: dict, st: _Setup, debug: bool):
+        nd, ns = p["num_distractor_snakes"], p["num_single_paddles"]
+        P = 2 * p["contour_length"] + nd * p["distractor_length"] + ns
+        super().__init__(capacity, 1, P, p, st)
+        B = capacity
+        self.debug = debug
+        self.label = np.zeros(B, np.int32)
+        self.coin = np.zeros(B, np.int64)
+        self.phase = np.full(B, _IDLE, np.int8)
+        self.a_next = np.zeros(B, np.int64)  # next target-pair attempt to try
+        self.best = np.zeros(B, np.int64)  # smallest attempt known to succeed
+        self.active = np.zeros(B, np.int64)  # lanes growing for the image
+        self.failed = np.zeros(B, np.int64)  # lanes of the image that failed
+        self.attempts = np.zeros(B, np.int64)
+        self.snap = np.zeros((B, st.area), np.uint8)
+        self.count_snap = np.zeros(B, np.int64)
+        # Distractors (snakes, then single paddles).
+        self.d_len = np.array([p["distractor_length"]] * nd + [1] * ns, np.int64)
+        retry = p["max_distractor_contour_retrial"], p["max_paddle_retrial"]
+        self.d_retry = np.array([retry[0]] * nd + [retry[1]] * ns, np.int64)
+        self.n_d = nd + ns
+        self.d = np.zeros(B, np.int64)
+        self.d_try = np.zeros(B, np.int64)
+        self.d_seg = np.zeros(B, np.int64)
+        self.placed = np.zeros(B, np.int64)
+
+    def start(self, slots, keys, label, coin):
+        """Slots `slots` begin the images with these keys (and head draws)."""
+        self.keys[slots], self.label[slots], self.coin[slots] = keys, label, coin
+        self.phase[slots] = _SEARCH
+        self.a_next[slots] = 0
+        self.best[slots] = _NEVER
+        self.active[slots] = 0
+        self.failed[slots] = 0
+        self.placed[slots] = 0
+        self.count[slots] = 0
+
+    def targets_placed(self, g, lanes, won):
+        """Images g take the targets of their winning lanes `won`."""
+        n = 2 * self.p["contour_length"]
+        self.mask[g] = lanes.mask[won]
+        self.count[g] = lanes.count[won]
+        for name in ("pad_stamp", "pad_at", "pad_gain", "pad_contour"):
+            getattr(self, name)[g, :n] = getattr(lanes, name)[won]
+        self.tail[g], self.head[g] = lanes.tail[won], lanes.head[won]
+        self.attempts[g] = lanes.attempt[won] + 1
+        self.ctr[g] = _DISTRACTOR_DRAWS
+        self.d[g], self.d_try[g] = 0, 0
+        self.phase[g] = _SEED_D if self.n_d else _DONE
+
+    def _next_distractor(self, g):
+        self.d[g] += 1
+        self.d_try[g] = 0
+        self.phase[g] = np.where(self.d[g] >= self.n_d, _DONE, _SEED_D)
+
+    def _distractor_failed(self, g):
+        self.mask[g] = self.snap[g]
+        self.count[g] = self.count_snap[g]
+        self.d_try[g] += 1
+        out = self.d_try[g] > self.d_retry[self.d[g]]
+        self._next_distractor(g[out])
+        self.phase[g[~out]] = _SEED_D
+
+    def seed_distractor(self, b):
+        p, st = self.p, self.st
+        H = st.H
+        u = self._draws(b, self.seed_draws)
+        self.snap[b] = self.mask[b]
+        self.count_snap[b] = self.count[b]
+        n = len(b)
+        img = self.mask[b][:, st.pix_canvas]  # [n, H*H]
+        room = (img < st.occupied_level).mean(1) >= 0.01
+        blocked = (self.mask[b] >= st.occupied_level) | st.ring.reshape(1, -1)  # lined mask
+        state = np.where(room, 0, 2).astype(np.int8)
+        tail = np.zeros(n, np.int64)
+        deg_ok = np.zeros(n, np.int64)
+        piv_ok = np.zeros((n, 2), np.int64)
+        for t in range(self.tries):
+            live = np.flatnonzero(state == 0)
+            if not len(live):
+                break
+            base = 1 + (2 + _REJECT) * t
+            deg = _choice(u[live, base], 360)
+            state[live[st.seed_dead[deg]]] = 2
+            kern = st.kernel_flat[deg]  # [l, n_k]
+            # Uniform candidates; the first admissible one is uniform among admissible pixels.
+            cpix = _choice(u[live, base + 1 : base + 1 + _REJECT], H * H)  # [l, R]
+            cat = st.pix_canvas[cpix]
+            free = ~blocked[live[:, None, None], cat[..., None] + kern[:, None, :]].any(-1)
+            has = free.any(1)
+            pix = cpix[np.arange(len(live)), np.argmax(free, 1)]
+            need = np.flatnonzero(~has & (state[live] == 0))
+            if len(need):
+                # Exact fallback: the full map of admissible pixels.
+                li = live[need]
+                at = st.pix_canvas[None, :, None] + kern[need][:, None, :]  # [f, H*H, n_k]
+                ok_map = ~blocked[li[:, None, None], at].any(-1)
+                cnt = ok_map.sum(1)
+                j = _choice(u[li, base + 1 + _REJECT], np.maximum(cnt, 1))
+                order = np.argsort(~ok_map, axis=1, kind="stable")
+                pix[need] = order[np.arange(len(need)), j]
+                dead = li[cnt == 0]
+                state[dead] = 2
+            sel = state[live] == 0
+            alive = live[sel]
+            y, x = np.divmod(pix[sel], H)
+            piv, ok = self._seed_ends(y.astype(np.float64), x.astype(np.float64), deg[sel])
+            put = alive[ok]
+            tail[put] = pix[sel][ok]
+            deg_ok[put] = deg[sel][ok]
+            piv_ok[put] = piv[ok]
+            state[put] = 1
+        failed = b[state != 1]
+        self._distractor_failed(failed)
+        good = state == 1
+        g = b[good]
+        if not len(g):
+            return
+        sc = np.array(p["snake_contrast_list"])
+        gain = sc[_choice(u[good, 0], len(sc))]
+        y, x = np.divmod(tail[good], H)
+        at = self._at(y, x)
+        stamp = st.seed_stamp[deg_ok[good]]
+        self._add_paddle(g, stamp, at, gain, 2 + self.d[g])
+        self.pend[g, 0], self.pend_at[g, 0] = stamp, at
+        self.piv[g, 0] = piv_ok[good]
+        self.phi_id[g, 0] = deg_ok[good]
+        self.d_seg[g] = 1
+        whole = self.d_len[self.d[g]] <= 1
+        self._distractor_done(g[whole])
+        self.phase[g[~whole]] = _GROW_D
+
+    def _distractor_done(self, g):
+        self._merge(g, self.pend[g, 0], self.pend_at[g, 0])
+        self.placed[g] += 1
+        self._next_distractor(g)
+
+    def grow_distractor(self, b):
+        p = self.p
+        u = self._draws(b, self.grow_draws)
+        ok, head, omega, npiv, stamp, at = self._grow(b, np.zeros(len(b), np.int64), u[:, 1:])
+        self._distractor_failed(b[~ok])
+        g = b[ok]
+        if not len(g):
+            return
+        sc = np.array(p["snake_contrast_list"])
+        gain = sc[_choice(u[ok, 0], len(sc))]
+        stamp, at = stamp[ok], at[ok]
+        self._add_paddle(g, stamp, at, gain, 2 + self.d[g])
+        self._merge(g, self.pend[g, 0], self.pend_at[g, 0])
+        self.pend[g, 0], self.pend_at[g, 0] = stamp, at
+        self.piv[g, 0], self.phi_id[g, 0] = npiv[ok], omega[ok]
+        self.d_seg[g] += 1
+        whole = self.d_seg[g] >= self.d_len[self.d[g]]
+        self._distractor_done(g[whole])
+
+    def render(self, slots):
+        """Images uint8 [len(slots), H, H] of finished slots (+ debug info)."""
+        st, H = self.st, self.st.H
+        B = len(slots)
+        n_c = 2 + self.n_d
+        ink = np.zeros((B, st.area), np.float64)
+        layers = np.zeros((B, n_c, st.area), np.float32) if self.debug else None
+        ink_stamps = st.ink.reshape(len(st.ink), -1)
+        count = self.count[slots]
+        for j in range(self.pad_stamp.shape[1]):
+            b = np.flatnonzero(count > j)
+            if not len(b):
+                break
+            sb = slots[b]
+            idx = self.pad_at[sb, j][:, None] + st.win_off[None, :]
+            v = ink_stamps[self.pad_stamp[sb, j]] * self.pad_gain[sb, j][:, None]
+            rows = b[:, None]
+            ink[rows, idx] = np.maximum(ink[rows, idx], v)
+            if self.debug:
+                c = self.pad_contour[sb, j][:, None]
+                layers[rows, c, idx] = np.maximum(layers[rows, c, idx], v)
+        G, W = st.G, st.W
+        ink = ink.reshape(B, W, W)[:, G : G + H, G : G + H]
+        # Markers: the start tip of target `coin`, the end tip of the same target (label 1) or
+        # of the other one (label 0).
+        rr = np.arange(B)
+        coin = self.coin[slots]
+        other = np.where(self.label[slots] == 1, coin, 1 - coin)
+        tail, head = self.tail[slots], self.head[slots]
+        markers = np.stack([tail[rr, coin], head[rr, other]], 1)  # [B, 2, (row, col)]
+        Q = st.Q
+        canvas = np.zeros((B, H + 2 * Q, H + 2 * Q))
+        canvas[:, Q : Q + H, Q : Q + H] = ink
+        win = np.arange(2 * Q + 1)
+        for k in range(2):
+            ry = markers[:, k, 0][:, None, None] + win[None, :, None]
+            rx = markers[:, k, 1][:, None, None] + win[None, None, :]
+            rows = rr[:, None, None]
+            canvas[rows, ry, rx] = np.maximum(canvas[rows, ry, rx], st.marker[None])
+        full = canvas[:, Q : Q + H, Q : Q + H]
+        images = _bytescale(full)
+        if not self.debug:
+            return images, None
+        layers = layers.reshape(B, n_c, W, W)[:, :, G : G + H, G : G + H]
+        scale = 255.0 / np.maximum(full.reshape(B, -1).max(1), 1e-12)
+        drawn = np.floor(layers * scale[:, None, None, None] + 0.5) >= 1
+        strongest = layers.argmax(1)
+        contour_map = np.where(drawn.any(1), strongest + 1, 0).astype(np.int16)
+        info = dict(
+            contour_map=contour_map,
+            tips=np.stack([tail, head], 2),  # [B, 2 targets, (start, end), (row, col)]
+            markers=markers,
+            marker_contours=np.stack([coin, other], 1),
+            margin=np.full(B, st.m),
+            pair_attempts=self.attempts[slots],
+            distractors=self.placed[slots],
+        )
+        return images, info
+
+
+def _bytescale(x: np.ndarray) -> np.ndarray:
+    """Per image: (x - min) scaled to 0..255, rounded half up (scipy's bytescale)."""
+    n = len(x)
+    lo = x.reshape(n, -1).min(1)[:, None, None]
+    hi = x.reshape(n, -1).max(1)[:, None, None]
+    span = np.where(hi > lo, hi - lo, 1.0)
+    return (np.clip((x - lo) * (255.0 / span), 0, 255) + 0.5).astype(np.uint8)
+
+
+class _Builder:
+    """Builds images of one margin: image slots take images from a queue; an image's target
+    pair is searched by evaluating many seed attempts at once and growing each seeded attempt
+    in its own lane, up to _LANES_PER_IMAGE at a time. The first attempt (by number) that
+    succeeds wins, exactly as if attempts were made one after another; later lanes are
+    dropped. So every image depends only on its own random stream."""
+
+    def __init__(self, p: dict, st: _Setup, slots: int, lanes: int, debug: bool):
+        self.p, self.st = p, st
+        self.img = _Images(slots, p, st, debug)
+        self.lanes = _Lanes(lanes, p, st)
+        self.stride = self.img.pair_draws + 2 * max(p["contour_length"] - 1, 0) * (
+            self.img.grow_draws
+        )
+
+    def search(self, b):
+        """More seed attempts for images b; the seeded ones get lanes."""
+        img, lanes = self.img, self.lanes
+        free = np.flatnonzero(lanes.phase == _FREE)
+        room = np.minimum(_LANES_PER_IMAGE, 2 + img.failed[b] // 2) - img.active[b]
+        b, room = b[room > 0], room[room > 0]
+        if not len(free) or not len(b):
+            return
+        n, D = len(b), img.pair_draws
+        K = int(min(_MAX_K, max(1, 8192 // n)))
+        attempt = img.a_next[b][:, None] + np.arange(K)  # [n, K]
+        ctr = (_HEAD_DRAWS + attempt * self.stride).astype(np.uint64)
+        u = _uniforms(np.repeat(img.keys[b], K), ctr.reshape(-1), D)
+        seeds = lanes._seeds(u)
+        good = seeds["good"].reshape(n, K)
+        quota = np.minimum(room, max(1, len(free) // n))
+        spawn = good & (np.cumsum(good, 1) <= quota[:, None])
+        rows, cols = np.nonzero(spawn)
+        if len(rows) > len(free):  # more seeded attempts than free lanes: the first ones
+            spawn[rows[len(free) :], cols[len(free) :]] = False
+            rows, cols = rows[: len(free)], cols[: len(free)]
+        left = good & ~spawn
+        img.a_next[b] = np.where(
+            left.any(1), img.a_next[b] + np.argmax(left, 1), attempt[:, -1] + 1
+        )
+        if img.a_next[b].max() > _MAX_PAIR_ATTEMPTS:
+            raise RuntimeError(
+                f"Pathfinder: no target pair fitted in {_MAX_PAIR_ATTEMPTS} attempts; the "
+                "parameters leave too little room (shorter contours or a larger window)"
+            )
+        if not len(rows):
+            return
+        g = free[: len(rows)]
+        flat = rows * K + cols
+        v = {key: a[flat] for key, a in seeds.items()}
+        lane_ctr = ctr[rows, cols] + np.uint64(D)
+        lanes.spawn(g, b[rows], attempt[rows, cols], img.keys[b[rows]], lane_ctr, v)
+        np.add.at(img.active, b[rows], 1)
+        won = g[lanes.phase[g] == _WON]  # contour_length 1
+        if len(won):
+            np.add.at(img.active, lanes.owner[won], -1)
+            np.minimum.at(img.best, lanes.owner[won], lanes.attempt[won])
+
+    def grow(self):
+        img, lanes = self.img, self.lanes
+        b = np.flatnonzero(lanes.phase == _GROWING)
+        if len(b):
+            failed, won = lanes.grow(b)
+            np.add.at(img.active, lanes.owner[failed], -1)
+            np.add.at(img.failed, lanes.owner[failed], 1)
+            np.add.at(img.active, lanes.owner[won], -1)
+            np.minimum.at(img.best, lanes.owner[won], lanes.attempt[won])
+
+    def resolve(self):
+        """Drops lanes behind a known success; an image whose earlier attempts have all
+        failed takes its winning lane's targets."""
+        img, lanes = self.img, self.lanes
+        busy = np.flatnonzero(lanes.phase != _FREE)
+        if not len(busy):
+            return
+        best = img.best[lanes.owner[busy]]
+        late = busy[(lanes.phase[busy] == _GROWING) & (lanes.attempt[busy] > best)]
+        if len(late):
+            lanes.phase[late] = _FREE
+            np.add.at(img.active, lanes.owner[late], -1)
+        growing = busy[lanes.phase[busy] == _GROWING]
+        early = np.zeros(img.B, bool)  # an attempt before the best one is still growing
+        early[lanes.owner[growing]] = True
+        won = busy[(lanes.phase[busy] == _WON) & (lanes.attempt[busy] == best)]
+        won = won[~early[lanes.owner[won]]]
+        if not len(won):
+            return
+        g = lanes.owner[won]
+        img.targets_placed(g, lanes, won)
+        mine = np.zeros(img.B, bool)
+        mine[g] = True
+        drop = busy[mine[lanes.owner[busy]]]
+        lanes.phase[drop] = _FREE
+        img.active[g] = 0
+
+    def run(self, keys, label, coin, done: Callable) -> None:
+        """Builds the images keys[i] (head draws label[i], coin[i]); calls done(indices,
+        images, info) for each finished batch."""
+        img = self.img
+        n = len(keys)
+        slot_image = np.full(img.B, -1, np.int64)
+        first = min(n, img.B)
+        slot_image[:first] = np.arange(first)
+        img.start(np.arange(first), keys[:first], label[:first], coin[:first])
+        queued = first
+        refill = max(1, img.B // 8)
+        while True:
+            b = np.flatnonzero((img.phase == _SEARCH) & (img.best == _NEVER))
+            if len(b):
+                self.search(b)
+            self.grow()
+            self.resolve()
+            b = np.flatnonzero(img.phase == _SEED_D)
+            if len(b):
+                img.seed_distractor(b)
+            b = np.flatnonzero(img.phase == _GROW_D)
+            if len(b):
+                img.grow_distractor(b)
+            finished = np.flatnonzero(img.phase == _DONE)
+            working = int(np.count_nonzero(img.phase < _DONE))
+            if len(finished) >= refill or (len(finished) and not working):
+                images, info = img.render(finished)
+                done(slot_image[finished], images, info)
+                img.phase[finished] = _IDLE
+                take = min(len(finished), n - queued)
+                if take:
+                    slots = finished[:take]
+                    slot_image[slots] = np.arange(queued, queued + take)
+                    new = slice(queued, queued + take)
+                    img.start(slots, keys[new], label[new], coin[new])
+                    queued += take
+                    working += take
+            if not working and queued >= n:
+                return
 
 
 def _generate(n, seed, params, start, stream, progress, debug, chunk_size):
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be an int >= 0, got {n!r}")
     p = _resolve(params)
-    lay = _Layout(p)
     size = p["window_size"]
     images = np.zeros((n, size, size), np.uint8)
-    labels = np.zeros(n, np.int32)
+    st_max = _setup(p, max(p["paddle_margin_list"]))
     if chunk_size is None:
-        per_image = 4 * lay.canvas**2 + lay.n_slots * (lay.patch**2 + 64)  # occ, near, vals, ...
-        chunk_size = int(min(_MAX_CHUNK, max(64, _CHUNK_BYTES // per_image)))
+        per_image = 2 * st_max.area + 32 * (2 * p["contour_length"] + 64)  # masks, paddles
+        if debug:
+            layers = 3 + p["num_distractor_snakes"] + p["num_single_paddles"]
+            per_image += 4 * st_max.area * layers
+        chunk_size = int(min(_MAX_CHUNK, max(16, _CHUNK_BYTES // 4 // per_image)))
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
-    parts = []
-    for lo in range(0, n, chunk_size):
-        hi = min(n, lo + chunk_size)
-        keys = _image_keys(seed, stream, start + lo, hi - lo)
-        img, lab, info = _generate_chunk(keys, p, lay, debug)
-        images[lo:hi], labels[lo:hi] = img, lab
-        if debug:
-            parts.append(info)
-        if progress is not None:
-            progress(hi, n)
-    if not debug:
-        return images, labels, None
-    if not parts:
-        return images, labels, {}
-    info = {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
-    return images, labels, info
+    # Lanes: 3/4 of the memory budget, at least 4 per image slot.
+    per_lane = st_max.area + 64 * p["contour_length"]
+    lanes = int(max(4 * chunk_size, min(16 * _MAX_CHUNK, 3 * _CHUNK_BYTES // 4 // per_lane)))
+    keys = _image_keys(seed, stream, start, n)
+    head = _uniforms(keys, np.zeros(n, np.uint64), 3)
+    labels = (head[:, 0] < 0.5).astype(np.int32)
+    margins = np.array(p["paddle_margin_list"], np.int64)
+    margin = margins[_choice(head[:, 1], len(margins))]
+    coin = (head[:, 2] < 0.5).astype(np.int64)
+    info: dict[str, np.ndarray] = {}
+    finished = 0
+
+    for m in np.unique(margin):
+        sel = np.flatnonzero(margin == m)
+
+        def done(idx, img, part, sel=sel):
+            nonlocal finished
+            images[sel[idx]] = img
+            for key, v in (part or {}).items():
+                if key not in info:
+                    info[key] = np.zeros((n,) + v.shape[1:], v.dtype)
+                info[key][sel[idx]] = v
+            finished += len(idx)
+            if progress is not None:
+                progress(finished, n)
+
+        slots = min(chunk_size, len(sel))
+        builder = _Builder(p, _setup(p, int(m)), slots, min(lanes, 16 * slots), debug)
+        builder.run(keys[sel], labels[sel], coin[sel], done)
+    return images, labels, info if debug else None
 
 
 def generate(
@@ -799,9 +1328,9 @@ def generate(
       seed, stream: select the random stream; image i depends only on (seed, stream, i,
         params), so chunks (`start`) can be generated in parallel and concatenated.
       params: e.g. `PATHFINDER32`, `PATHFINDER128` or `params_for(resolution, difficulty)`.
-      progress: called as progress(done, n) after every chunk.
-      chunk_size: images generated in lock-step (speed/memory only; the output is the same);
-        None = as many as fit in ~64 MB of state (at most 4096).
+      progress: called as progress(done, n) whenever a batch of images is finished.
+      chunk_size: images built in lock-step (speed/memory only; the output is the same);
+        None = as many as fit in ~64 MB of state (at most 2048).
 
     Returns:
       images: uint8 [n, window_size, window_size].
@@ -820,17 +1349,17 @@ def generate_debug(
     stream: int = 0,
     chunk_size: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """`generate` (identical images and labels) plus the geometry, for tests.
+    """`generate` (identical images and labels) plus the geometry, for tests and statistics.
 
-    Returns (images, labels, info) with info (C = number of contours: 2 targets, then the
-    distractors, then the single paddles):
-      contour_map: int16 [n, H, W], 1 + the contour drawn at each pixel (0 = background);
-        targets are 1 and 2, markers count as their contour.
-      tips: float [n, C, 2 (start, end), 2 (x, y)] tip coordinates in pixels.
-      markers: float [n, 2, 2 (x, y)], the two marker centres.
-      marker_contours: int [n, 2], the contour (0 or 1) of each marker.
-      margin: int [n], the paddle margin used; snake_contrast: float [n].
-      image_restarts: int [n]; segments: float [n, paddles, 4 (x0, y0, x1, y1)].
+    Returns (images, labels, info) with info:
+      contour_map: int16 [n, H, W]: 0 where no paddle is drawn (as rounded in the image), else
+        1 + the contour with the strongest ink there: 1, 2 = the targets, 3.. = distractors
+        (markers not included).
+      tips: int [n, 2, 2 (start, end), 2 (row, col)], the two targets' tips.
+      markers: int [n, 2, 2 (row, col)], the marker centres: markers[:, 0] is the start tip of
+        target marker_contours[:, 0], markers[:, 1] the end tip of target marker_contours[:, 1].
+      marker_contours: int [n, 2]; margin: int [n]; pair_attempts: int [n] (target pairs tried);
+      distractors: int [n] (distractor contours placed).
     """
     return _generate(n, seed, params, start, stream, None, True, chunk_size)
 
@@ -1037,7 +1566,7 @@ class _Progress:
 
 def _check(d) -> None:
     if d.resolution not in _BASE:
-        raise ValueError(f"config.data.resolution={d.resolution}; known: 32, 128 (Path-X)")
+        raise ValueError(f"config.data.resolution={d.resolution}; known: 32, 64, 128 (Path-X), 256")
     if d.difficulty not in PATTERNS:
         raise ValueError(f"config.data.difficulty={d.difficulty!r}; known: {', '.join(PATTERNS)}")
     if d.max_length != d.resolution**2:
@@ -1168,8 +1697,9 @@ def load(
         description.update(
             dataset=f"Pathfinder{res} ({difficulty}), generated",
             generator=(
-                "own re-implementation from the published description (Linsley et al. 2018, "
-                "Kim et al. 2020) with LRA's parameters; not the official release"
+                "own re-implementation of the original generator's algorithm (drewlinsley/"
+                "pathfinder snakes2; Linsley et al. 2018, Kim et al. 2020) with LRA's "
+                "parameters; not the official release"
             ),
             seed=int(d.seed),
             params={k: list(v) if isinstance(v, tuple) else v for k, v in params.items()},
