@@ -12,6 +12,8 @@ marked `q`. Each file says which runs its numbers come from (preset, data, devic
 Summaries are read from every `--runs` root (default: your runs under `runs/tables`, then the
 committed ones under `results/tables/runs`; for a seed present in both, the first root wins).
 Output is a pure function of the summaries: running it twice writes the same bytes.
+`leaderboard.md` ranks every mechanism run so far per task and on average (`core.leaderboard`),
+including the runs of `scripts.reproduce --attn NAME`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import re
 import statistics
 import sys
 
-from core import cli, errors, io, paper_tables, plugins, substitute
+from core import cli, errors, io, leaderboard, paper_tables, plugins, substitute
 from scripts import reproduce
 
 PRESETS = ("paper", "cpu", "smoke")  # the first preset with runs is shown
@@ -593,6 +595,9 @@ def main(argv=None) -> int:
         print(f"wrote {args.out}/{stem}.{{{','.join(written)}}}")
     io.write_text(f"{args.out}/index.md", HEADER_MD + "\n# Paper tables\n\n" + index(args.runs, ""))
     print(f"wrote {args.out}/index.md")
+    board = leaderboard.render(leaderboard.collect(_roots(args.runs)), header=HEADER_MD)
+    io.write_text(f"{args.out}/leaderboard.md", board + "\n")
+    print(f"wrote {args.out}/leaderboard.md")
     if args.readme:
         changed = update_readme(args.readme, index(args.runs))
         print(f"{args.readme}: table list {'updated' if changed else 'unchanged'}")
