@@ -17,7 +17,14 @@ from collections.abc import Callable, Sequence
 
 from core import errors
 
-__all__ = ["run", "one_line", "ArgumentParser", "positive_int", "non_negative_int"]
+__all__ = [
+    "run",
+    "one_line",
+    "ArgumentParser",
+    "add_import_argument",
+    "positive_int",
+    "non_negative_int",
+]
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -54,6 +61,18 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str):  # noqa: D401 (argparse API)
         print(f"error: {self.prog}: {message}; see --help", file=sys.stderr, flush=True)
         raise SystemExit(EXIT_USER_ERROR)
+
+
+def add_import_argument(parser: argparse.ArgumentParser) -> None:
+    """`--import MODULE` (repeatable) into `args.imports`, for `core.plugins.import_modules`."""
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="a module or .py file to import first (your own attention registers itself)",
+    )
 
 
 def _int_at_least(lowest: int, what: str):

@@ -150,14 +150,7 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--attn", default=None, metavar="NAME[:k=v,...]", help="run the cells with this attention"
     )
-    parser.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="a module or .py file to import first (your own attention)",
-    )
+    cli.add_import_argument(parser)
     args = parser.parse_args(argv)
     if not args.runs.strip():
         parser.error("--runs is empty; name the root of the run directories")

@@ -549,14 +549,7 @@ def main(argv=None) -> int:
         metavar="NAME[:k=v,...]",
         help="add this mechanism's runs (scripts.reproduce --attn) beside ours in every cell",
     )
-    parser.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="a module or .py file to import first (your own attention)",
-    )
+    cli.add_import_argument(parser)
     args = parser.parse_args(argv)
     given = args.runs != list(RUNS)
     missing = [r for r in args.runs if not pathlib.Path(r).is_dir()]

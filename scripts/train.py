@@ -36,14 +36,7 @@ def _parser() -> cli.ArgumentParser:
     p.add_argument("--config", required=True, help="config file[:key=value,...]")
     p.add_argument("--workdir", required=True, help="run directory (checkpoints, logs, summary)")
     p.add_argument("--verbose", action="store_true", help="show library INFO logs (orbax saves)")
-    p.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="a module or .py file to import first (your own attention registers itself)",
-    )
+    cli.add_import_argument(p)
     return p
 
 
