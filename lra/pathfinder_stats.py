@@ -341,7 +341,11 @@ def main(argv: list[str] | None = None) -> None:
         f"--n {args.n} --seed {args.seed}` (issue 18). Ours: {args.n} images of "
         "`lra.pathfinder.generate` with `params_for(32, 'hard')`; the original: "
         "drewlinsley/pathfinder `snakes2.py` with LRA's Pathfinder32 parameters, 600 images "
-        "(see `lra/pathfinder_stats.py` for the definitions).\n\n"
+        "(see `lra/pathfinder_stats.py` for the definitions). Only the `ours` column is "
+        "measured by this command; the two `original` columns are quoted constants "
+        "(`ORIGINAL`: issue 18's measurement; `ORIGINAL_RERUN`: a run of the original's code "
+        "made outside this repository, not reproducible from it) and `ours before issue 18` "
+        "is issue 18's measurement of the old generator.\n\n"
         + stats_table(stats)
         + f"\nOurs: {stats['pair_attempts']:.0f} target-pair attempts and "
         f"{stats['distractors']:.2f} distractor contours per image; label-1 fraction "

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 
-from core import cli, errors, jobs, plugins
+from core import cli, jobs, plugins
 from core import config as config_lib
 
 # Set by core.jobs (scripts.reproduce): this process stops when that parent is gone.
@@ -81,8 +81,6 @@ def main(argv) -> int:
     args, overrides = parse(argv)
     _die_with_parent()
     plugins.import_modules(args.imports)
-    if not args.workdir.strip():
-        raise errors.WorkdirError("--workdir is empty; name a run directory, e.g. runs/x")
     config = config_lib.load(args.config)
     config_lib.override(config, overrides)
 
