@@ -22,13 +22,9 @@ oneDNN) on all 2^24 triples: identical. Consequences worth knowing: pure green 2
 
 Official files: the CIFAR-10 "python version"
 ---------------------------------------------
-`cifar-10-batches-py/{data_batch_1..5,test_batch}`, each a pickle (protocol 2, written by
-Python 2) of a dict with `b"data"`: uint8 [10000, 3072] (the 1024 red values of a row-major
-32x32 image, then the 1024 green, then the 1024 blue) and `b"labels"`: 10000 ints in 0-9 (also
-`b"batch_label"` and `b"filenames"`, unused). They are read with `encoding="bytes"` by a
-restricted unpickler that resolves only the globals a numpy uint8 array needs (see
-`_ALLOWED_GLOBALS`): a pickle naming anything else (`os.system`, ...) is refused before it runs.
-`write_cifar_batch` writes this format with the opcodes of Python 2's cPickle (test fixtures).
+`cifar-10-batches-py/{data_batch_1..5,test_batch}`, read by `core.cifar` (a restricted
+unpickler: a pickle naming anything but numpy's array reconstruction is refused before it runs;
+`core.cifar.write_batch` writes the format for test fixtures).
 
 LRA read CIFAR-10 through TFDS (`cifar10`, `train[:90%]` / `train[90%:]` / `test`). TFDS stores
 the examples in its own shuffled order, which cannot be reproduced without TFDS, so here the
@@ -57,18 +53,14 @@ each sequence would be masked out, far more than on natural CIFAR-10 photos.
 
 from __future__ import annotations
 
-import gzip
 import os
 import pathlib
-import pickle
-import struct
-import zlib
 from collections.abc import Sequence
 
 import ml_collections
 import numpy as np
 
-from lra import cache
+from core import cache, cifar, idx
 
 __all__ = [
     "NUM_CLASSES",
@@ -85,11 +77,7 @@ __all__ = [
     "load",
     "rgb_to_gray_lra",
     "pixels_to_tokens",
-    "read_cifar_batch",
-    "write_cifar_batch",
     "read_cifar10",
-    "read_idx",
-    "write_idx",
     "read_fashion_mnist",
 ]
 
@@ -97,11 +85,9 @@ NUM_CLASSES = 10
 VOCAB_SIZE = 257  # pad id 0 + 256 pixel values (shifted by one unless zero_is_padding)
 HEIGHT = WIDTH = 32
 
-CIFAR_TRAIN_FILES: tuple[str, ...] = tuple(f"data_batch_{i}" for i in range(1, 6))
-CIFAR_TEST_FILE = "test_batch"
-CIFAR_FILES: tuple[str, ...] = (*CIFAR_TRAIN_FILES, CIFAR_TEST_FILE)
-_CIFAR_SUBDIR = "cifar-10-batches-py"  # what cifar-10-python.tar.gz unpacks to
-_CIFAR_PIXELS = 3 * HEIGHT * WIDTH
+CIFAR_TRAIN_FILES = cifar.CIFAR10_TRAIN_FILES
+CIFAR_TEST_FILE = cifar.CIFAR10_TEST_FILE
+CIFAR_FILES = cifar.CIFAR10_FILES
 
 STANDIN_PACKAGE = "dataset-fashion-mnist"
 DEFAULT_STANDIN_DIR = "/usr/share/datasets/fashion-mnist"  # where the Debian package puts it
@@ -197,204 +183,12 @@ def pixels_to_tokens(images: np.ndarray, zero_is_padding: bool) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------
-# CIFAR-10 python pickles
+# The LRA splits of CIFAR-10 (core.cifar reads the files) and of the Fashion-MNIST stand-in
 # --------------------------------------------------------------------------------------------
-
-# The globals a numpy uint8 array pickle names; each resolves to the object numpy itself uses,
-# looked up through public objects (numpy 2 moved numpy.core to the private numpy._core).
-_RECONSTRUCT = np.empty(0).__reduce__()[0]
-_FROMBUFFER = np.empty(0).__reduce_ex__(5)[0]  # numpy's reduction at pickle protocol 5
-_ALLOWED_GLOBALS = {
-    ("numpy.core.multiarray", "_reconstruct"): _RECONSTRUCT,  # written by numpy < 2
-    ("numpy._core.multiarray", "_reconstruct"): _RECONSTRUCT,  # written by numpy >= 2
-    ("numpy.core.numeric", "_frombuffer"): _FROMBUFFER,
-    ("numpy._core.numeric", "_frombuffer"): _FROMBUFFER,
-    ("numpy", "ndarray"): np.ndarray,
-    ("numpy", "dtype"): np.dtype,
-    # Python 3 pickles bytes at protocol <= 2 as _codecs.encode(str, "latin1"): a file re-saved
-    # by Python 3 needs it; encoding a string is harmless.
-    ("_codecs", "encode"): __import__("codecs").encode,
-}
-
-
-class _RestrictedUnpickler(pickle.Unpickler):
-    """Resolves only `_ALLOWED_GLOBALS`; dicts, lists, ints and strings are pickle opcodes and
-    need no global, so nothing else (no callable that could run code) can be reached."""
-
-    def find_class(self, module: str, name: str):
-        try:
-            return _ALLOWED_GLOBALS[(module, name)]
-        except KeyError:
-            raise pickle.UnpicklingError(
-                f"global {module}.{name} is not allowed in a CIFAR-10 batch (only numpy array "
-                "reconstruction is)"
-            ) from None
-
-
-def _key(key) -> str | None:
-    if isinstance(key, bytes):
-        return key.decode("latin-1")
-    return key if isinstance(key, str) else None
-
-
-def read_cifar_batch(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
-    """One CIFAR-10 python batch (`data_batch_1`, ..., `test_batch`).
-
-    Returns:
-      data: uint8 [n, 3072], per image 1024 red, 1024 green, 1024 blue values (row-major 32x32).
-      labels: int32 [n], in 0-9.
-
-    Raises:
-      cache.DataError: missing file, not an allowed pickle, not a dict, a missing key, `data`
-        of the wrong type/shape, or a label that is not an int in 0-9 (names the record).
-    """
-    path = pathlib.Path(path)
-    if not path.is_file():
-        raise cache.DataError(f"{path}: CIFAR-10 batch file not found")
-    try:
-        with path.open("rb") as f:
-            # encoding="bytes": the Python 2 strs (keys, the array's raw data) stay bytes.
-            obj = _RestrictedUnpickler(f, encoding="bytes").load()
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as e:
-        raise cache.DataError(f"{path}: cannot unpickle as a CIFAR-10 batch ({e})") from None
-    if not isinstance(obj, dict):
-        raise cache.DataError(f"{path}: expected a pickled dict, got {type(obj).__name__}")
-    entries = {_key(k): v for k, v in obj.items()}
-    for key in ("data", "labels"):
-        if key not in entries:
-            found = sorted(str(k) for k in entries)
-            raise cache.DataError(f"{path}: missing key b'{key}' (found {found})")
-    data = entries["data"]
-    if (
-        not isinstance(data, np.ndarray)
-        or data.dtype != np.uint8
-        or data.ndim != 2
-        or data.shape[1] != _CIFAR_PIXELS
-    ):
-        got = (
-            f"{data.dtype} {list(data.shape)}"
-            if isinstance(data, np.ndarray)
-            else type(data).__name__
-        )
-        raise cache.DataError(
-            f"{path}: key b'data': expected a uint8 array [n, {_CIFAR_PIXELS}], got {got}"
-        )
-    labels = entries["labels"]
-    if isinstance(labels, np.ndarray):
-        labels = labels.tolist()
-    if not isinstance(labels, (list, tuple)):
-        raise cache.DataError(
-            f"{path}: key b'labels': expected a list of ints, got {type(labels).__name__}"
-        )
-    if len(labels) != len(data):
-        raise cache.DataError(
-            f"{path}: key b'labels' has {len(labels)} entries but b'data' has {len(data)} rows"
-        )
-    for i, label in enumerate(labels):
-        if isinstance(label, bool) or not isinstance(label, (int, np.integer)):
-            raise cache.DataError(f"{path}: key b'labels': record {i}: {label!r} is not an int")
-        if not 0 <= label < NUM_CLASSES:
-            raise cache.DataError(f"{path}: key b'labels': record {i}: label {label} not in 0-9")
-    return np.ascontiguousarray(data), np.asarray(labels, dtype=np.int32)
-
-
-# Python 2 cPickle's encodings (pickletools names): a str is SHORT_BINSTRING (< 256 bytes) or
-# BINSTRING; these unpickle as bytes under encoding="bytes", exactly as the official files do.
-def _p_str(b: bytes) -> bytes:
-    if len(b) < 256:
-        return pickle.SHORT_BINSTRING + bytes([len(b)]) + b
-    return pickle.BINSTRING + struct.pack("<i", len(b)) + b
-
-
-def _p_int(i: int) -> bytes:
-    if 0 <= i < 1 << 8:
-        return pickle.BININT1 + bytes([i])
-    if 0 <= i < 1 << 16:
-        return pickle.BININT2 + struct.pack("<H", i)
-    return pickle.BININT + struct.pack("<i", i)
-
-
-def _p_list(items: Sequence[bytes]) -> bytes:
-    out = [pickle.EMPTY_LIST]
-    for lo in range(0, len(items), 1000):  # cPickle appends in batches of 1000
-        out += [pickle.MARK, *items[lo : lo + 1000], pickle.APPENDS]
-    return b"".join(out)
-
-
-def _p_uint8_array(a: np.ndarray) -> bytes:
-    # numpy's __reduce__ of an array: _reconstruct(ndarray, (0,), "b"), then __setstate__ with
-    # (version 1, shape, dtype, is_fortran, raw bytes); dtype("u1") with its version-3 state.
-    dtype = b"".join([
-        pickle.GLOBAL + b"numpy\ndtype\n",
-        _p_str(b"u1"), _p_int(0), _p_int(1), pickle.TUPLE3, pickle.REDUCE,
-        pickle.MARK, _p_int(3), _p_str(b"|"), pickle.NONE, pickle.NONE, pickle.NONE,
-        _p_int(-1), _p_int(-1), _p_int(0), pickle.TUPLE, pickle.BUILD,
-    ])  # fmt: skip
-    shape = b"".join(_p_int(s) for s in a.shape) + pickle.TUPLE2
-    return b"".join([
-        pickle.GLOBAL + b"numpy.core.multiarray\n_reconstruct\n",
-        pickle.GLOBAL + b"numpy\nndarray\n",
-        _p_int(0), pickle.TUPLE1, _p_str(b"b"), pickle.TUPLE3, pickle.REDUCE,
-        pickle.MARK, _p_int(1), shape, dtype, pickle.NEWFALSE, _p_str(a.tobytes()),
-        pickle.TUPLE, pickle.BUILD,
-    ])  # fmt: skip
-
-
-def write_cifar_batch(
-    path: str | os.PathLike,
-    data: np.ndarray,
-    labels: Sequence[int],
-    *,
-    batch_label: str = "training batch 1 of 5",
-    filenames: Sequence[str] | None = None,
-) -> None:
-    """Writes a batch in the format of the official CIFAR-10 python files: a protocol-2 pickle
-    with Python 2 strs, keys in the official order (batch_label, labels, data, filenames).
-
-    Args:
-      data: uint8 [n, 3072] (1024 R, 1024 G, 1024 B per image).
-      labels: n ints in 0-9.
-      filenames: n names (default `image_00000.png`, ...).
-    """
-    data = np.asarray(data)
-    if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != _CIFAR_PIXELS:
-        raise ValueError(f"data must be uint8 [n, {_CIFAR_PIXELS}], got {data.dtype} {data.shape}")
-    labels = [int(x) for x in labels]
-    if len(labels) != len(data) or any(not 0 <= x < NUM_CLASSES for x in labels):
-        raise ValueError(f"need {len(data)} labels in 0-9, got {len(labels)}")
-    if filenames is None:
-        filenames = [f"image_{i:05d}.png" for i in range(len(data))]
-    body = [
-        pickle.PROTO + bytes([2]), pickle.EMPTY_DICT, pickle.MARK,
-        _p_str(b"batch_label"), _p_str(batch_label.encode()),
-        _p_str(b"labels"), _p_list([_p_int(x) for x in labels]),
-        _p_str(b"data"), _p_uint8_array(np.ascontiguousarray(data)),
-        _p_str(b"filenames"), _p_list([_p_str(n.encode()) for n in filenames]),
-        pickle.SETITEMS, pickle.STOP,
-    ]  # fmt: skip
-    pathlib.Path(path).write_bytes(b"".join(body))
-
-
-def _cifar_dir(directory: pathlib.Path) -> pathlib.Path:
-    """The folder holding the 6 batches: `directory` itself or its `cifar-10-batches-py/`."""
-    expected = (
-        f"the CIFAR-10 python version: {', '.join(CIFAR_FILES)} (from cifar-10-python.tar.gz, "
-        f"which unpacks to {_CIFAR_SUBDIR}/); set config.data.dir to that folder or its parent"
-    )
-    if not directory.is_dir():
-        raise cache.DataError(f"{directory}: CIFAR-10 folder not found; expected {expected}")
-    if (directory / _CIFAR_SUBDIR).is_dir():
-        directory = directory / _CIFAR_SUBDIR
-    missing = [name for name in CIFAR_FILES if not (directory / name).is_file()]
-    if missing:
-        raise cache.DataError(f"{directory}: missing {', '.join(missing)}; expected {expected}")
-    return directory
 
 
 def _cifar_gray(data: np.ndarray) -> np.ndarray:
-    # [n, 3072] planar (R plane, G plane, B plane) -> [n, 32, 32, 3] -> gray [n, 32, 32].
-    rgb = data.reshape(len(data), 3, HEIGHT, WIDTH).transpose(0, 2, 3, 1)
-    return rgb_to_gray_lra(rgb)
+    return rgb_to_gray_lra(cifar.planar_to_hwc(data))
 
 
 def _train_val(images: np.ndarray, labels: np.ndarray) -> dict[str, tuple]:
@@ -412,75 +206,10 @@ def read_cifar10(directory: str | os.PathLike) -> dict[str, tuple[np.ndarray, np
       {"train", "val", "test"} -> (uint8 gray images [n, 32, 32], int32 labels [n]); train and
       val are the first 90% and last 10% of data_batch_1..5 in file order.
     """
-    directory = _cifar_dir(pathlib.Path(directory).expanduser())
-    parts = {}
-    for name in CIFAR_FILES:
-        data, labels = read_cifar_batch(directory / name)
-        parts[name] = (_cifar_gray(data), labels)
-    train = [parts[name] for name in CIFAR_TRAIN_FILES]
-    out = _train_val(np.concatenate([p[0] for p in train]), np.concatenate([p[1] for p in train]))
-    out["test"] = parts[CIFAR_TEST_FILE]
+    raw = cifar.read_cifar10(directory)
+    out = _train_val(_cifar_gray(raw["train"][0]), raw["train"][1])
+    out["test"] = (_cifar_gray(raw["test"][0]), raw["test"][1])
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# IDX files (Fashion-MNIST)
-# --------------------------------------------------------------------------------------------
-
-_IDX_UBYTE = 0x08  # the only element type the MNIST family uses
-
-
-def read_idx(path: str | os.PathLike, ndim: int) -> np.ndarray:
-    """An IDX file of unsigned bytes (gzip-compressed if the name ends in `.gz`).
-
-    Format: magic `0x00 0x00 0x08 ndim`, then `ndim` big-endian uint32 sizes, then the data.
-
-    Args:
-      ndim: the expected rank: 3 for images (magic 0x00000803), 1 for labels (0x00000801).
-
-    Returns:
-      uint8 array of the stored shape.
-
-    Raises:
-      cache.DataError: missing file, corrupt gzip, wrong magic, or truncated / overlong data.
-    """
-    path = pathlib.Path(path)
-    if not path.is_file():
-        raise cache.DataError(f"{path}: IDX file not found")
-    try:
-        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    except (OSError, EOFError, zlib.error) as e:
-        raise cache.DataError(f"{path}: corrupt gzip file ({e})") from None
-    want = 0x0800 | ndim
-    if len(raw) < 4 or struct.unpack(">I", raw[:4])[0] != want:
-        got = f"0x{struct.unpack('>I', raw[:4])[0]:08x}" if len(raw) >= 4 else "a short header"
-        raise cache.DataError(
-            f"{path}: not an IDX file of rank-{ndim} unsigned bytes: magic {got}, "
-            f"expected 0x{want:08x}"
-        )
-    header = 4 + 4 * ndim
-    if len(raw) < header:
-        raise cache.DataError(f"{path}: truncated header ({len(raw)} bytes, need {header})")
-    shape = struct.unpack(f">{ndim}I", raw[4:header])
-    size = int(np.prod(shape, dtype=np.int64))
-    have = len(raw) - header
-    if have != size:
-        what = "truncated" if have < size else "trailing bytes"
-        raise cache.DataError(
-            f"{path}: {what}: shape {list(shape)} needs {size} data bytes, file has {have}"
-        )
-    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(shape)
-
-
-def write_idx(path: str | os.PathLike, array: np.ndarray) -> None:
-    """Writes a uint8 array as an IDX file (gzip-compressed if the name ends in `.gz`)."""
-    array = np.ascontiguousarray(array)
-    if array.dtype != np.uint8 or not 1 <= array.ndim <= 255:
-        raise ValueError(f"write_idx takes a uint8 array, got {array.dtype} {array.shape}")
-    raw = struct.pack(">I", 0x0800 | array.ndim)
-    raw += struct.pack(f">{array.ndim}I", *array.shape) + array.tobytes()
-    path = pathlib.Path(path)
-    path.write_bytes(gzip.compress(raw, mtime=0) if path.suffix == ".gz" else raw)
 
 
 def _standin_missing(directory: pathlib.Path, missing: Sequence[str]) -> cache.DataError:
@@ -509,8 +238,8 @@ def read_fashion_mnist(directory: str | os.PathLike) -> dict[str, tuple[np.ndarr
         raise _standin_missing(directory, missing)
     out = {}
     for split, (image_file, label_file) in STANDIN_FILES.items():
-        images = read_idx(directory / image_file, 3)
-        labels = read_idx(directory / label_file, 1)
+        images = idx.read(directory / image_file, 3)
+        labels = idx.read(directory / label_file, 1)
         if images.shape[1:] != (_MNIST_SIZE, _MNIST_SIZE):
             raise cache.DataError(
                 f"{directory / image_file}: images are {list(images.shape[1:])}, expected "
@@ -576,10 +305,10 @@ def load(
         if not d.dir:
             raise cache.DataError(
                 "config.data.source='official' needs config.data.dir: the folder "
-                f"{_CIFAR_SUBDIR}/ (or its parent) holding {', '.join(CIFAR_FILES)}; or set "
+                f"{cifar.CIFAR10_SUBDIR}/ (or its parent) holding {', '.join(CIFAR_FILES)}; or set "
                 "config.data.source='standin' for the offline Fashion-MNIST stand-in"
             )
-        source_dir = _cifar_dir(pathlib.Path(d.dir).expanduser())
+        source_dir = cifar.cifar10_dir(d.dir)
         name, names, read = "image-cifar10", CIFAR_FILES, read_cifar10
     elif d.source == "standin":
         source_dir = pathlib.Path(d.standin_dir).expanduser()

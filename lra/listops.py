@@ -65,7 +65,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lra import cache
+from core import cache
 
 __all__ = [
     "VOCAB",

@@ -159,7 +159,8 @@ from collections.abc import Callable, Mapping, Sequence
 import ml_collections
 import numpy as np
 
-from lra import cache, image
+from core import cache
+from lra import image
 
 __all__ = [
     "NUM_CLASSES",

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import pathlib
 
 import numpy as np
 
-from core import errors, tasks
+from core import cache, errors, tasks
 from lra import image, listops, models, pathfinder, retrieval, text
 
-__all__ = ["ListOps", "Text", "Retrieval", "Image", "Pathfinder", "data_root"]
+__all__ = ["ListOps", "Text", "Retrieval", "Image", "Pathfinder"]
 
 
 def _synthetic(config, batch_size: int, seed: int, vocab: int, classes: int, fields) -> dict:
@@ -22,14 +21,6 @@ def _synthetic(config, batch_size: int, seed: int, vocab: int, classes: int, fie
     batch["label"] = rng.integers(0, classes, batch_size).astype(np.int32)
     batch["weight"] = np.ones(batch_size, np.float32)
     return batch
-
-
-def data_root(config_dir: str) -> pathlib.Path:
-    """Where generated data is cached: `config.data.dir`, else `$ATTNBENCH_DATA`, else
-    `~/.cache/attnbench`."""
-    if config_dir:
-        return pathlib.Path(config_dir).expanduser()
-    return pathlib.Path(os.environ.get("ATTNBENCH_DATA", "~/.cache/attnbench")).expanduser()
 
 
 @tasks.register("lra.listops")
@@ -50,7 +41,7 @@ class ListOps:
             )
             sizes = dict(train=d.num_train, val=d.num_val, test=d.num_test)
             directory = listops.ensure_generated(
-                data_root(d.dir) / "lra", seed=d.seed, sizes=sizes, **params
+                cache.data_root(d.dir) / "lra", seed=d.seed, sizes=sizes, **params
             )
             description = {  # relative to the data root: no machine-specific paths in summaries
                 "cache": f"lra/{directory.name}",
@@ -120,7 +111,7 @@ class _ModuleTask:
                 f"{', '.join(self.sources)}"
             )
         # Official data is read from config.data.dir; built data is cached under the data root.
-        root = data_root("" if d.source == "official" else d.dir) / "lra"
+        root = cache.data_root("" if d.source == "official" else d.dir) / "lra"
         splits, description = self.module.load(d, root)
         return tasks.Data(
             *(tasks.Split(splits[name]) for name in ("train", "val", "test")),

@@ -1,20 +1,19 @@
-"""Tests of lra/image.py: TF-exact grayscale, CIFAR-10 pickles, IDX files, stand-in, cache."""
+"""Tests of lra/image.py: TF-exact grayscale, the LRA splits of CIFAR-10, the stand-in, cache.
+
+The file formats themselves are tested in tests/core/test_cifar.py and test_idx.py."""
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
-import os
 import pathlib
 import pickle
-import pickletools
-import struct
 
 import numpy as np
 import pytest
 
-from lra import cache, image
+from core import cache, cifar, idx
+from lra import image
 
 # `tf.image.rgb_to_grayscale` of TensorFlow 2.21.0 (CPU, this machine, with and without
 # oneDNN), computed once outside the project: (r, g, b, gray). These are the triples on which a
@@ -119,100 +118,9 @@ def _write_cifar(root: pathlib.Path, per_batch=10, seed=0):
     written = {}
     for name in image.CIFAR_FILES:
         data, labels = _batch(rng, per_batch)
-        image.write_cifar_batch(folder / name, data, labels)
+        cifar.write_batch(folder / name, data, labels)
         written[name] = (data, labels)
     return folder, written
-
-
-def test_cifar_batch_round_trip(tmp_path):
-    data, labels = _batch(np.random.default_rng(1), 1200)  # > 1000 labels: two APPENDS blocks
-    path = tmp_path / "data_batch_1"
-    image.write_cifar_batch(path, data, labels, batch_label="training batch 1 of 5")
-    got_data, got_labels = image.read_cifar_batch(path)
-    np.testing.assert_array_equal(got_data, data)
-    np.testing.assert_array_equal(got_labels, labels)
-    assert got_labels.dtype == np.int32
-
-
-def test_cifar_writer_uses_the_python2_format(tmp_path):
-    data, labels = _batch(np.random.default_rng(2), 3)
-    path = tmp_path / "test_batch"
-    image.write_cifar_batch(path, data, labels, batch_label="testing batch 1 of 1")
-    ops = list(pickletools.genops(path.read_bytes()))
-    names = {op.name for op, _, _ in ops}
-    assert ops[0][0].name == "PROTO" and ops[0][1] == 2
-    # Python 2 strs (SHORT_BINSTRING/BINSTRING), never Python 3 bytes/unicode opcodes.
-    assert {"SHORT_BINSTRING", "BINSTRING"} <= names
-    assert not names & {"BINBYTES", "SHORT_BINBYTES", "BINUNICODE", "SHORT_BINUNICODE"}
-    globals_ = [arg for op, arg, _ in ops if op.name == "GLOBAL"]
-    assert globals_ == ["numpy.core.multiarray _reconstruct", "numpy ndarray", "numpy dtype"]
-    # What the CIFAR-10 page tells users to do gives the documented dict.
-    with path.open("rb") as f:
-        d = pickle.load(f, encoding="bytes")
-    assert list(d) == [b"batch_label", b"labels", b"data", b"filenames"]
-    assert d[b"batch_label"] == b"testing batch 1 of 1"
-    assert d[b"labels"] == labels and d[b"filenames"][0] == b"image_00000.png"
-    assert d[b"data"].dtype == np.uint8 and d[b"data"].shape == (3, 3072)
-    np.testing.assert_array_equal(d[b"data"], data)
-
-
-@pytest.mark.parametrize("protocol", [2, 4, 5])
-def test_cifar_reader_accepts_python3_repickles(tmp_path, protocol):
-    data, labels = _batch(np.random.default_rng(3), 4)
-    path = tmp_path / "data_batch_2"
-    path.write_bytes(pickle.dumps({b"data": data, b"labels": labels}, protocol=protocol))
-    got_data, got_labels = image.read_cifar_batch(path)
-    np.testing.assert_array_equal(got_data, data)
-    np.testing.assert_array_equal(got_labels, labels)
-
-
-class _Evil:
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
-
-
-def test_cifar_reader_refuses_code_in_pickles(tmp_path):
-    marker = tmp_path / "pwned"
-    path = tmp_path / "data_batch_1"
-    path.write_bytes(pickle.dumps({b"data": _Evil(marker), b"labels": [0]}, protocol=2))
-    with pytest.raises(cache.DataError, match=r"data_batch_1: cannot unpickle.*not allowed"):
-        image.read_cifar_batch(path)
-    assert not marker.exists()
-
-
-def _bad_batch(path, obj):
-    path.write_bytes(pickle.dumps(obj, protocol=2))
-    return path
-
-
-def test_cifar_batch_errors(tmp_path):
-    good = np.zeros((2, 3072), np.uint8)
-    cases = [
-        (b"not a pickle at all", r"bad1: cannot unpickle"),
-        (pickle.dumps({b"data": good, b"labels": [0, 1]})[:50], r"bad2: cannot unpickle"),
-        ([good, [0, 1]], r"bad3: expected a pickled dict, got list"),
-        ({b"data": good}, r"bad4: missing key b'labels'"),
-        ({b"labels": [0, 1]}, r"bad5: missing key b'data'"),
-        ({b"data": good[:, :3071], b"labels": [0, 1]}, r"bad6: key b'data'.*\[n, 3072\]"),
-        ({b"data": good.astype(np.int64), b"labels": [0, 1]}, r"bad7: key b'data'.*int64"),
-        ({b"data": good, b"labels": [0]}, r"bad8: key b'labels' has 1 entries.*2 rows"),
-        ({b"data": good, b"labels": [0, 10]}, r"bad9: key b'labels': record 1: label 10"),
-        ({b"data": good, b"labels": [-1, 0]}, r"bad10: key b'labels': record 0: label -1"),
-        ({b"data": good, b"labels": [0, "x"]}, r"bad11: key b'labels': record 1: 'x' is not"),
-    ]
-    for i, (obj, pattern) in enumerate(cases, start=1):
-        path = tmp_path / f"bad{i}"
-        if isinstance(obj, bytes):
-            path.write_bytes(obj)
-        else:
-            _bad_batch(path, obj)
-        with pytest.raises(cache.DataError, match=pattern):
-            image.read_cifar_batch(path)
-    with pytest.raises(cache.DataError, match=r"nope: CIFAR-10 batch file not found"):
-        image.read_cifar_batch(tmp_path / "nope")
 
 
 def _official(directory, **kw):
@@ -266,7 +174,8 @@ def test_load_official_directory_errors(tmp_path):
         image.load(_official(tmp_path / "src"), root)
     # A malformed batch is reported with its path while building.
     folder2, _ = _write_cifar(tmp_path / "src2")
-    _bad_batch(folder2 / "data_batch_4", {b"data": np.zeros((1, 3072), np.uint8), b"labels": [11]})
+    bad = {b"data": np.zeros((1, 3072), np.uint8), b"labels": [11]}
+    (folder2 / "data_batch_4").write_bytes(pickle.dumps(bad, protocol=2))
     with pytest.raises(cache.DataError, match=r"src2/cifar-10-batches-py/data_batch_4: .*record 0"):
         image.load(_official(tmp_path / "src2"), root)
     assert not any(p.name.startswith("image-") for p in root.iterdir())  # nothing half-built
@@ -275,46 +184,6 @@ def test_load_official_directory_errors(tmp_path):
 # ----------------------------------------------------------------------------------------------
 # IDX files and the Fashion-MNIST stand-in
 # ----------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("name", ["x-idx3-ubyte.gz", "x-idx3-ubyte"])
-def test_idx_round_trip(tmp_path, name):
-    images = np.random.default_rng(4).integers(0, 256, (5, 28, 28), dtype=np.uint8)
-    image.write_idx(tmp_path / name, images)
-    raw = (tmp_path / name).read_bytes()
-    raw = gzip.decompress(raw) if name.endswith(".gz") else raw
-    assert raw[:16] == struct.pack(">IIII", 0x803, 5, 28, 28)  # the IDX header, big-endian
-    np.testing.assert_array_equal(image.read_idx(tmp_path / name, 3), images)
-    labels = np.arange(7, dtype=np.uint8)
-    image.write_idx(tmp_path / "l.gz", labels)
-    assert gzip.decompress((tmp_path / "l.gz").read_bytes())[:8] == struct.pack(">II", 0x801, 7)
-    np.testing.assert_array_equal(image.read_idx(tmp_path / "l.gz", 1), labels)
-
-
-def test_idx_errors(tmp_path):
-    image.write_idx(tmp_path / "labels.gz", np.arange(4, dtype=np.uint8))
-    with pytest.raises(
-        cache.DataError, match=r"labels.gz: .*magic 0x00000801, expected 0x00000803"
-    ):
-        image.read_idx(tmp_path / "labels.gz", 3)
-    raw = struct.pack(">IIII", 0x803, 2, 28, 28) + bytes(2 * 784)
-    (tmp_path / "short.gz").write_bytes(gzip.compress(raw[:-1]))
-    with pytest.raises(cache.DataError, match=r"short.gz: truncated: .*1568 data bytes.*1567"):
-        image.read_idx(tmp_path / "short.gz", 3)
-    (tmp_path / "long.gz").write_bytes(gzip.compress(raw + b"\0"))
-    with pytest.raises(cache.DataError, match=r"long.gz: trailing bytes"):
-        image.read_idx(tmp_path / "long.gz", 3)
-    (tmp_path / "hdr.gz").write_bytes(gzip.compress(raw[:10]))
-    with pytest.raises(cache.DataError, match=r"hdr.gz: truncated header"):
-        image.read_idx(tmp_path / "hdr.gz", 3)
-    (tmp_path / "plain.gz").write_bytes(raw)
-    with pytest.raises(cache.DataError, match=r"plain.gz: corrupt gzip"):
-        image.read_idx(tmp_path / "plain.gz", 3)
-    (tmp_path / "cut.gz").write_bytes(gzip.compress(raw)[:-12])
-    with pytest.raises(cache.DataError, match=r"cut.gz: corrupt gzip"):
-        image.read_idx(tmp_path / "cut.gz", 3)
-    with pytest.raises(cache.DataError, match=r"none.gz: IDX file not found"):
-        image.read_idx(tmp_path / "none.gz", 3)
 
 
 def _write_standin(folder: pathlib.Path, n_train=20, n_test=10, seed=5):
@@ -326,8 +195,8 @@ def _write_standin(folder: pathlib.Path, n_train=20, n_test=10, seed=5):
         images[:, :5] = 0  # some black background
         labels = rng.integers(0, 10, n).astype(np.uint8)
         image_file, label_file = image.STANDIN_FILES[split]
-        image.write_idx(folder / image_file, images)
-        image.write_idx(folder / label_file, labels)
+        idx.write(folder / image_file, images)
+        idx.write(folder / label_file, labels)
         made[split] = (images, labels)
     return made
 
@@ -383,13 +252,13 @@ def test_standin_not_installed(tmp_path):
 def test_standin_file_errors(tmp_path):
     folder = tmp_path / "fm"
     _write_standin(folder)
-    image.write_idx(folder / "t10k-labels-idx1-ubyte.gz", np.zeros(9, np.uint8))
+    idx.write(folder / "t10k-labels-idx1-ubyte.gz", np.zeros(9, np.uint8))
     with pytest.raises(cache.DataError, match=r"t10k-labels-idx1-ubyte.gz: 9 labels for 10 images"):
         image.read_fashion_mnist(folder)
-    image.write_idx(folder / "t10k-labels-idx1-ubyte.gz", np.array([0] * 6 + [10] + [0] * 3, "u1"))
+    idx.write(folder / "t10k-labels-idx1-ubyte.gz", np.array([0] * 6 + [10] + [0] * 3, "u1"))
     with pytest.raises(cache.DataError, match=r"t10k-labels-idx1-ubyte.gz: record 6: label 10"):
         image.read_fashion_mnist(folder)
-    image.write_idx(folder / "train-images-idx3-ubyte.gz", np.zeros((20, 32, 32), np.uint8))
+    idx.write(folder / "train-images-idx3-ubyte.gz", np.zeros((20, 32, 32), np.uint8))
     with pytest.raises(cache.DataError, match=r"train-images-idx3-ubyte.gz: images are \[32, 32\]"):
         image.read_fashion_mnist(folder)
 

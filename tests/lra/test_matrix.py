@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import attention
+from core import cifar, tasks, train
 from core import config as config_lib
-from core import tasks, train
-from lra import image, retrieval
+from lra import retrieval
 
 TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
 RECIPES = (
@@ -61,7 +61,7 @@ def _write_cifar(root, rng):
     folder.mkdir(parents=True)
     for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
         data = rng.integers(0, 256, (8, 3072)).astype(np.uint8)
-        image.write_cifar_batch(folder / name, data, list(rng.integers(0, 10, 8)))
+        cifar.write_batch(folder / name, data, list(rng.integers(0, 10, 8)))
     return root
 
 

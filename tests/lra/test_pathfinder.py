@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from lra import cache, pathfinder
+from core import cache
+from lra import pathfinder
 from lra import pathfinder_stats as stats
 
 N_STATS = 1000  # images of the statistics batch (Pathfinder32 hard), ~3-6 s to generate

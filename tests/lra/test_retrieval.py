@@ -8,7 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from lra import cache, retrieval
+from core import cache
+from lra import retrieval
 from lra import text as lra_text
 
 ROWS = [

@@ -8,7 +8,8 @@ import pathlib
 import numpy as np
 import pytest
 
-from lra import cache, text
+from core import cache
+from lra import text
 
 # --------------------------------------------------------------------------------------------
 # encode_bytes

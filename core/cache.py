@@ -1,4 +1,9 @@
-"""Build-once, on-disk caches for generated and stand-in LRA datasets.
+"""The data root and build-once, on-disk caches for generated, stand-in and pre-processed data
+of every domain.
+
+    root = cache.data_root(config.data.dir)             # config.data.dir, $ATTNBENCH_DATA, or
+                                                        # ~/.cache/attnbench
+    path = cache.build_once(root / "lra", "listops", spec, build)
 
 A dataset built from a spec (generator parameters, source files, sizes, seed) lives in
 `root / f"{name}-{hash(spec)}"`. It is built in a temporary sibling and renamed into place, so
@@ -21,12 +26,20 @@ import numpy as np
 
 from core import errors
 
-__all__ = ["DataError", "spec_hash", "build_once", "save_arrays", "load_arrays"]
+__all__ = ["DataError", "data_root", "spec_hash", "build_once", "save_arrays", "load_arrays"]
 
 _DONE = "spec.json"
 
 
 DataError = errors.DataError  # a missing, malformed or corrupt file; the message names it
+
+
+def data_root(config_dir: str | os.PathLike = "") -> pathlib.Path:
+    """Where data is built and cached: `config_dir` (a config's `data.dir`) when set, else
+    `$ATTNBENCH_DATA`, else `~/.cache/attnbench`. Domains use a subfolder each (`lra/`, ...)."""
+    if config_dir:
+        return pathlib.Path(config_dir).expanduser()
+    return pathlib.Path(os.environ.get("ATTNBENCH_DATA", "~/.cache/attnbench")).expanduser()
 
 
 def spec_hash(spec: Mapping[str, Any]) -> str:
