@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from core import runs
 from scripts import reproduce
 from tests.conftest import ROOT
 
@@ -56,11 +57,11 @@ def test_a_run_shared_by_two_tables_is_found_from_either(tmp_path):
     t1, t2 = paper_tables.load("samsa.table1"), paper_tables.load("samsa.table2")
     c2 = t2.cell("hard-SAMSA", "ListOps")
     twin = next(c for c in t1.cells if c.config == c2.config)
-    d = reproduce.run_dir(tmp_path, t1.key, "cpu", twin, 0)
+    d = runs.run_dir(tmp_path, t1.key, "cpu", twin, 0)
     d.mkdir(parents=True)
     (d / "summary.json").write_text("{}")
-    assert reproduce.finished(tmp_path, t2.key, "cpu", c2, 0) == d / "summary.json"
-    assert reproduce.finished(tmp_path, t2.key, "cpu", c2, 1) is None
+    assert runs.finished(tmp_path, t2.key, "cpu", c2, 0) == d / "summary.json"
+    assert runs.finished(tmp_path, t2.key, "cpu", c2, 1) is None
 
 
 def _trainers(root) -> list[int]:
