@@ -12,6 +12,7 @@ v `[B, M, H, Dv]` -> `[B, N, H, Dv]`. Masks are boolean, True = attend.
 # Importing a family module registers its mechanisms.
 from attention import (  # noqa: F401
     chunked,
+    cost,
     gfsa,
     grf,
     linear,
@@ -28,6 +29,7 @@ from attention.registry import (
     UnknownAttentionError,
     check,
     defaults,
+    flops_formula,
     get,
     names,
     parse,
@@ -39,6 +41,7 @@ __all__ = [
     "UnknownAttentionError",
     "check",
     "defaults",
+    "flops_formula",
     "get",
     "names",
     "parse",

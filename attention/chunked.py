@@ -23,14 +23,16 @@ has the same distribution as `softmax`'s dropout, but not the same random bits.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attention import masks, registry
+from attention import cost, masks, registry
 from attention.softmax import check_qkv
 
-__all__ = ["apply"]
+__all__ = ["apply", "flops"]
 
 
 def _as_broadcastable_4d(x, target, what: str):
@@ -200,10 +202,23 @@ def apply(
 _check = registry.int_at_least(query_chunk=1, key_chunk=1)
 
 
+def flops(c: cost.Call, hp) -> tuple[float, float]:
+    """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
+    # Softmax's 4·n·m·h·d on N, M padded up to multiples of the chunks; plus the streaming
+    # rescale of the accumulator once per (query chunk, key chunk).
+    qc, kc = min(hp["query_chunk"], c.n), min(hp["key_chunk"], c.m)
+    n_pad, m_pad = math.ceil(c.n / qc) * qc, math.ceil(c.m / kc) * kc
+    scores = n_pad * m_pad * c.h
+    rescale = n_pad * c.h * (c.dv + 2) * 2 * (m_pad // kc)
+    ew = scores * (cost.SOFTMAX + 1 + 2 * c.masked) + rescale + c.n * c.h * c.dv
+    return 2 * scores * (c.dk + c.dv), ew
+
+
 registry.register(
     "softmax_chunked",
     check=_check,
     apply=apply,
+    flops=flops,
     # 512 x 1024 float32 scores per (batch, head) block: 2 MiB, large enough for efficient
     # matmuls, small enough that N = 16k stays far from N x N memory.
     defaults={"dropout_rate": 0.0, "scale": None, "query_chunk": 512, "key_chunk": 1024},

@@ -42,7 +42,7 @@ import numbers
 import jax
 import jax.numpy as jnp
 
-from attention import masks, registry
+from attention import cost, masks, registry, softmax
 from attention.softmax import check_qkv
 
 __all__ = [
@@ -50,6 +50,9 @@ __all__ = [
     "apply",
     "apply_exact",
     "apply_linear",
+    "flops",
+    "flops_exact",
+    "flops_linear",
     "gfsa_explicit_apply",
     "PLAIN_LAYER",
 ]
@@ -411,11 +414,48 @@ _INIT_DEFAULTS = {"init_wk": 0.0, "even_layers_only": False, "learn_w0_w1": Fals
 _check = registry.int_at_least(order=1)
 
 
+def _plain_layer(c: cost.Call, hp) -> bool:
+    return bool(hp.get("even_layers_only")) and c.layer_index % 2 == 1
+
+
+def flops(c: cost.Call, hp) -> tuple[float, float]:
+    """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
+    # Softmax's 4·n·m·h·d plus the second-order term A(AV), 2·n·m·h·dv (never A², which would
+    # be 2·n·m·n·h); a GFSA_even odd layer is plain softmax.
+    mm, ew = softmax.flops(c, hp)
+    if _plain_layer(c, hp):
+        return mm, ew
+    return mm + 2 * c.n * c.m * c.h * c.dv, ew + 9 * c.n * c.h * c.dv
+
+
+def flops_exact(c: cost.Call, hp) -> tuple[float, float]:
+    """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
+    # QK^T 2·n·m·h·dk and K successive products A(A(...(AV))), K·2·n·m·h·dv.
+    mm, ew = softmax.flops(c, hp)
+    if _plain_layer(c, hp):
+        return mm, ew
+    extra = (hp["order"] - 1) * 2 * c.n * c.m * c.h * c.dv
+    return mm + extra, ew + 6 * c.n * c.h * c.dv
+
+
+def flops_linear(c: cost.Call, hp) -> tuple[float, float]:
+    """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
+    # One Efficient-Attention product A X = rho_q (rho_k^T X) costs 2·(m + n)·h·dk·dv; GFSA
+    # needs AV and A(AV) (a plain GFSA_even layer only AV).
+    one = 2 * (c.m + c.n) * c.h * c.dk * c.dv
+    products = 1 if _plain_layer(c, hp) else 2
+    ew = (c.n + c.m) * c.h * c.dk * (cost.SOFTMAX - 1) + c.masked * 2 * c.m * c.h * c.dk
+    if products == 2:
+        ew += 9 * c.n * c.h * c.dv
+    return products * one, ew
+
+
 registry.register(
     "gfsa",
     check=_check,
     apply=apply,
     init=init,
+    flops=flops,
     defaults={"order": 3, "w0": 0.0, "dropout_rate": 0.0, "scale": None, **_INIT_DEFAULTS},
     doc="graph-filter self-attention: w0 I + A + wK (A + (K-1)(A^2 - A)), O(N^2 d)",
     inputs=("bias",),
@@ -425,6 +465,7 @@ registry.register(
     check=_check,
     apply=apply_exact,
     init=init,
+    flops=flops_exact,
     defaults={"order": 3, "w0": 0.0, "dropout_rate": 0.0, "scale": None, **_INIT_DEFAULTS},
     doc="graph-filter self-attention with the exact power: w0 I + A + wK A^K (Table 9)",
     inputs=("bias",),
@@ -434,6 +475,7 @@ registry.register(
     check=_check,
     apply=apply_linear,
     init=init,
+    flops=flops_linear,
     defaults={"order": 3, "w0": 0.0, **_INIT_DEFAULTS},
     doc="GFSA on Efficient Attention (linear, key padding only; Table 40), O(N d^2)",
 )

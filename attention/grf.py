@@ -87,13 +87,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attention import graphs, masks, registry
+from attention import cost, graphs, masks, registry
 from attention.softmax import check_qkv
 
 __all__ = [
     "init",
     "init_dense",
     "apply",
+    "flops",
+    "flops_dense",
     "apply_dense",
     "walk_features",
     "sparse_masked_linear_attention",
@@ -932,11 +934,58 @@ def _check_registered(name):
     return check
 
 
+def flops(c: cost.Call, hp) -> tuple[float, float]:
+    """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
+    # Masked linear attention through S = n_walks·(max_walk_len + 1) sparse feature slots per
+    # token: the scatter T_v += phi_j[v]·relu(k_j)[v_j, 1]^T and the gather relu(q_i)^T T_v,
+    # 2 + 2 FLOPs per (token, slot, dk, dv + 1) entry: 4·n·S·h·dk·(dv + 1); slots are padded to
+    # a multiple of `slot_chunk`. This is the general path (resampled walks, and models built
+    # abstractly). Frozen walks built concretely take the node-major support path instead, about
+    # 4·n·C·h·dk·(dv + 1) with C the most start nodes visiting one node (45-53 on grids at the
+    # defaults, against S = 220): C is known only after the walks are sampled, so for those
+    # models this count is an upper bound, about 4x the work done.
+    e = c.dv + 1
+    chunk = min(hp["slot_chunk"], hp["n_walks"] * (hp["max_walk_len"] + 1))
+    slots = math.ceil(hp["n_walks"] * (hp["max_walk_len"] + 1) / chunk) * chunk
+    mm = c.h * c.n * slots * (4 * c.dk * e + 2 * e)
+    ew = c.h * c.n * (c.dk * e + 2 * c.dk + slots * (e + 2) + 3 * e)  # k v^T outer, relu, ...
+    if hp["cls_token"]:
+        mm += c.h * (2 * (c.n - 1) * c.dk * e + 2 * c.dk * e)
+        ew += c.h * c.n * c.dk * e
+    return mm, ew
+
+
+def flops_dense(c: cost.Call, hp) -> tuple[float, float]:
+    """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
+    # Per sequence: masked linear attention with an explicit n x n mask, 2·n²·h·(dk + dv).
+    # Per call (one graph for the batch on a grid; per sequence for k-NN): the mask
+    # Phi Phi^T, 2·h·N_g³ (dominant), after `max_walk_len` sparse products W·P, 2·K·N_g² each.
+    n_g = c.n - int(hp["cls_token"])
+    if hp["graph"] == "grid":
+        degree, shared = 4, True
+    elif hp["graph"] == "knn":
+        degree, shared = hp["knn_k"], False
+    else:
+        raise ValueError(
+            "grf_dense with graph='input': the neighbour-list width is data, not a "
+            "hyper-parameter; its FLOPs are not counted"
+        )
+    steps = hp["max_walk_len"]
+    mask_mm = 2 * c.h * n_g**3 + steps * 2 * degree * n_g**2
+    mask_ew = c.h * n_g**2 * (2 * steps + 1)
+    per_call = c.batch if shared else 1
+    scores = c.n * c.m * c.h
+    mm = 2 * scores * (c.dk + c.dv) + mask_mm / per_call
+    ew = scores * (2 + c.masked) + mask_ew / per_call + 2 * c.h * c.n * c.dk
+    return mm, ew
+
+
 registry.register(
     "grf",
     check=_check_registered("grf"),
     apply=apply,
     init=init,
+    flops=flops,
     defaults={
         "p_halt": 0.1,
         "n_walks": 20,
@@ -960,6 +1009,7 @@ registry.register(
     check=_check_registered("grf_dense"),
     apply=apply_dense,
     init=init_dense,
+    flops=flops_dense,
     defaults={
         "max_walk_len": 10,
         "grid": None,

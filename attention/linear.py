@@ -19,13 +19,15 @@ masked returns zeros (0 / (0 + eps)). There are no attention probabilities, henc
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 
-from attention import masks, registry
+from attention import cost, masks, registry
 from attention.softmax import check_qkv
 
-__all__ = ["FEATURE_MAPS", "apply", "key_padding_mask"]
+__all__ = ["FEATURE_MAPS", "apply", "flops", "key_padding_mask"]
 
 FEATURE_MAPS = {
     "elu+1": lambda x: jax.nn.elu(x) + 1.0,
@@ -141,9 +143,36 @@ def apply(
     return (num / (den + eps)[..., None]).astype(out_dtype)
 
 
+_ELU_PLUS_ONE = 4  # elementwise ops of the elu+1 feature map
+
+
+def flops(c: cost.Call, hp) -> tuple[float, float]:
+    """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
+    # Right to left: phi(K)^T V 2·m·h·dk·dv, then phi(Q)·(K^T V) 2·n·h·dk·dv and the
+    # normaliser 2·n·h·dk; causal: exact 64-token blocks (2·n·64·h·(dk + dv)) plus the
+    # running-state products.
+    fm = _ELU_PLUS_ONE if hp["feature_map"] == "elu+1" else 1
+    ew = (c.n + c.m) * c.h * c.dk * fm + c.m * c.h * c.dk * (1 + c.masked) + 2 * c.n * c.h * c.dv
+    if not hp["causal"]:
+        mm = 2 * c.m * c.h * c.dk * c.dv + 2 * c.n * c.h * c.dk * c.dv + 2 * c.n * c.h * c.dk
+        return mm, ew
+    blk = min(_CAUSAL_BLOCK, c.n)
+    n_pad = math.ceil(c.n / blk) * blk
+    mm = 2 * n_pad * blk * c.h * (c.dk + c.dv)  # intra-block scores and numerator
+    mm += 2 * 2 * n_pad * c.h * c.dk * c.dv + 2 * n_pad * c.h * c.dk  # block states, prefix
+    # Causal selects and row sums of the block scores; exclusive prefix sums of the nb block
+    # states (a cumsum, which XLA evaluates as a window of nb adds per element, and the
+    # subtraction); adding the earlier blocks' contribution.
+    nb = n_pad // blk
+    states = nb * c.h * c.dk * (c.dv + 1)
+    ew += 2 * n_pad * blk * c.h + (nb + 1) * states + n_pad * c.h * (c.dv + 1)
+    return mm, ew
+
+
 registry.register(
     "linear",
     apply=apply,
+    flops=flops,
     defaults={"feature_map": "elu+1", "causal": False, "eps": 1e-6},
     doc="linear attention phi(q)(phi(k)^T v), phi = elu+1 or relu (Katharopoulos et al. 2020)",
 )

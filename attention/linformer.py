@@ -26,11 +26,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from attention import registry
+from attention import cost, registry
 from attention.linear import key_padding_mask
 from attention.softmax import check_qkv
 
-__all__ = ["apply", "init"]
+__all__ = ["apply", "flops", "init"]
 
 
 def init(
@@ -128,11 +128,22 @@ def apply(
 _check = registry.int_at_least(proj_len=1)
 
 
+def flops(c: cost.Call, hp) -> tuple[float, float]:
+    """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
+    # Sequence projections E K, F V 2·r·m·h·(dk + dv), then softmax over r projected
+    # positions 2·n·r·h·(dk + dv).
+    r = hp["proj_len"]
+    mm = 2 * r * (c.m + c.n) * c.h * (c.dk + c.dv)
+    ew = c.n * r * c.h * cost.SOFTMAX + c.masked * 2 * c.m * c.h * (c.dk + c.dv)
+    return mm, ew
+
+
 registry.register(
     "linformer",
     check=_check,
     apply=apply,
     init=init,
+    flops=flops,
     defaults={"proj_len": 32, "share_kv": False, "dropout_rate": 0.0, "scale": None},
     doc="low-rank attention: keys/values projected along the sequence to k rows (Wang et al. 2020)",
 )

@@ -19,14 +19,16 @@ reach is masked returns zeros. Self-attention layout only: N == M.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attention import masks, registry
+from attention import cost, masks, registry
 from attention.softmax import check_qkv
 
-__all__ = ["apply"]
+__all__ = ["apply", "flops"]
 
 
 def _tile_mask(mask, n: int, c: int, nb: int, span: int):
@@ -141,10 +143,22 @@ def apply(
 _check = registry.int_at_least(window=0)
 
 
+def flops(c: cost.Call, hp) -> tuple[float, float]:
+    """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
+    # Computed, not only attended: blocks of b = max(window, 1) queries score span·b keys
+    # (span 3, causal 2), 2·n·span·b·h·(dk + dv) with n padded to whole blocks; the band
+    # |i - j| <= window itself is only (2·window + 1) keys per query.
+    blk = min(max(hp["window"], 1), c.n)
+    n_pad = math.ceil(c.n / blk) * blk
+    scores = n_pad * (2 if hp["causal"] else 3) * blk * c.h
+    return 2 * scores * (c.dk + c.dv), scores * (cost.SOFTMAX + 2)
+
+
 registry.register(
     "local",
     check=_check,
     apply=apply,
+    flops=flops,
     defaults={"window": 4, "causal": False, "dropout_rate": 0.0, "scale": None},
     doc="sliding-window softmax attention, |i - j| <= window, blocked O(N * window)",
 )

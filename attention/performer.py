@@ -28,11 +28,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from attention import registry
+from attention import cost, registry
 from attention.linear import key_padding_mask
 from attention.softmax import check_qkv
 
-__all__ = ["apply", "init", "orthogonal_features"]
+__all__ = ["apply", "flops", "init", "orthogonal_features"]
 
 
 def orthogonal_features(key, num_features: int, dim: int, dtype=jnp.float32):
@@ -164,11 +164,24 @@ def apply(
 _check = registry.int_at_least(num_features=1)
 
 
+def flops(c: cost.Call, hp) -> tuple[float, float]:
+    """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
+    # r random features: feature logits 2·(n + m)·h·dk·r, then as linear attention with
+    # r features: 2·m·h·r·dv + 2·n·h·r·(dv + 1).
+    r = hp["num_features"]
+    mm = (
+        2 * (c.n + c.m) * c.h * c.dk * r + 2 * c.m * c.h * r * c.dv + 2 * c.n * c.h * r * (c.dv + 1)
+    )
+    ew = (c.n + c.m) * c.h * (3 * c.dk + 5 * r) + c.m * c.h * r * (1 + 2 * c.masked)
+    return mm, ew + 2 * c.n * c.h * c.dv
+
+
 registry.register(
     "performer",
     check=_check,
     apply=apply,
     init=init,
+    flops=flops,
     defaults={"num_features": 64, "redraw": False},
     doc="FAVOR+ positive orthogonal random features (Choromanski et al. 2021)",
 )

@@ -18,6 +18,10 @@ Conventions a mechanism declares when it registers:
     layer input `[B, N, model_dim]`, or `"bias"`). Layers pass exactly these.
   * `needs_qk=False`: the mechanism ignores q and k (Sliceformer); layers then build no
     query/key projections and pass `None`.
+  * `flops`: the forward-FLOP formula `flops(call, hparams) -> (matmul, elementwise)` of one
+    call on one sequence (`attention.cost`), written beside the mechanism. Optional: a
+    mechanism without one still trains and benchmarks; FLOP counts report its attention as
+    unknown (`core.flops`).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ __all__ = [
     "names",
     "defaults",
     "check",
+    "flops_formula",
     "int_at_least",
     "parse",
 ]
@@ -61,6 +66,8 @@ class Mechanism:
       apply: `apply(params, q, k, v, *, mask=None, key=None, train=False, **inputs) -> out`.
       inputs: extra keyword inputs `apply` consumes (see the module docstring).
       needs_qk: False when `apply` ignores q and k.
+      flops: `flops(call) -> (matmul, elementwise)` forward FLOPs of one call on one sequence
+        (`attention.cost.Call`) with `hparams` bound; None when none was registered.
     """
 
     name: str
@@ -69,6 +76,7 @@ class Mechanism:
     apply: Callable[..., Any]
     inputs: tuple[str, ...] = ()
     needs_qk: bool = True
+    flops: Callable[[Any], tuple[float, float]] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +88,7 @@ class _Entry:
     inputs: tuple[str, ...]
     needs_qk: bool
     check: Callable[[Mapping[str, Any], int | None], None] | None = None
+    flops: Callable[[Any, Mapping[str, Any]], tuple[float, float]] | None = None
 
 
 _REGISTRY: dict[str, _Entry] = {}
@@ -102,6 +111,7 @@ def register(
     inputs: tuple[str, ...] = (),
     needs_qk: bool = True,
     check: Callable[[Mapping[str, Any], int | None], None] | None = None,
+    flops: Callable[[Any, Mapping[str, Any]], tuple[float, float]] | None = None,
 ) -> None:
     """Registers a mechanism.
 
@@ -117,6 +127,9 @@ def register(
         hyper-parameter and its value) for values that cannot work, e.g. SAMSA's k above the
         number of tokens; `num_tokens` may be None (unknown). Run by `check` before any
         model is built.
+      flops: optional `flops(call, hparams) -> (matmul FLOPs, elementwise FLOPs)` of one
+        forward call on one sequence, `call` an `attention.cost.Call`, `hparams` the bound
+        hyper-parameters (conventions: `attention.cost`).
     """
     if name in _REGISTRY:
         raise ValueError(f"attention mechanism {name!r} is already registered")
@@ -126,7 +139,9 @@ def register(
         raise TypeError(
             f"{name}: hyper-parameter(s) {unused} are accepted by neither apply nor init"
         )
-    _REGISTRY[name] = _Entry(init, apply, dict(defaults or {}), doc, tuple(inputs), needs_qk, check)
+    _REGISTRY[name] = _Entry(
+        init, apply, dict(defaults or {}), doc, tuple(inputs), needs_qk, check, flops
+    )
 
 
 def names() -> list[str]:
@@ -141,6 +156,17 @@ def _entry(name: str) -> _Entry:
         raise UnknownAttentionError(
             f"unknown attention {name!r}; known mechanisms: {', '.join(names())}"
         ) from None
+
+
+def flops_formula(
+    name: str,
+) -> Callable[[Any, Mapping[str, Any]], tuple[float, float]] | None:
+    """The forward-FLOP formula `name` registered (`register(..., flops=...)`), or None.
+
+    Raises:
+      UnknownAttentionError: `name` is not registered.
+    """
+    return _entry(name).flops
 
 
 def defaults(name: str) -> dict[str, Any]:
@@ -190,6 +216,7 @@ def get(name: str, **hparams: Any) -> Mechanism:
     bound = {**entry.defaults, **hparams}
     init_kw = {k: v for k, v in bound.items() if k in _kwargs(entry.init)}
     apply_kw = {k: v for k, v in bound.items() if k in _kwargs(entry.apply)}
+    flops = None if entry.flops is None else functools.partial(_bound_flops, entry.flops, bound)
     return Mechanism(
         name=name,
         hparams=bound,
@@ -197,7 +224,12 @@ def get(name: str, **hparams: Any) -> Mechanism:
         apply=functools.partial(entry.apply, **apply_kw),
         inputs=entry.inputs,
         needs_qk=entry.needs_qk,
+        flops=flops,
     )
+
+
+def _bound_flops(formula, hparams: Mapping[str, Any], call) -> tuple[float, float]:
+    return formula(call, hparams)
 
 
 def int_at_least(**bounds: int) -> Callable[[Mapping[str, Any], int | None], None]:

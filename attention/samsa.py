@@ -38,9 +38,9 @@ import numbers
 import jax
 import jax.numpy as jnp
 
-from attention import masks, registry, softmax
+from attention import cost, masks, registry, softmax
 
-__all__ = ["init", "apply", "importance_scores", "mixture_weights", "sample"]
+__all__ = ["init", "apply", "flops", "importance_scores", "mixture_weights", "sample"]
 
 _MODES = ("hard", "soft")
 # The code's padding score: below any real or support score, yet finite so that score
@@ -368,11 +368,34 @@ def _check(h, num_tokens) -> None:
         )
 
 
+def flops(c: cost.Call, hp) -> tuple[float, float]:
+    """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
+    # Importance scorer on the M keys: two d x d layers and d -> h, 2·m·(2·d² + d·h); the
+    # n x k attention 2·n·k·h·(dk + dv); training (and soft mode) also mixes the top-k with
+    # the next k tokens: the k x k comparison einsum 2·k²·h·(dk + dv).
+    d, k = c.d_model, hp["k"]
+    scorer = 2 * c.m * (2 * d * d + d * c.h)
+    scorer_ew = c.m * (cost.GELU_ERF * d + cost.RMSNORM * d + 3 * d + c.h)  # bias, residual
+    pool = c.m + 2 * k if hp["support"] else c.m
+    ew = scorer_ew + c.h * pool * (c.train or hp["noise_at_eval"])  # Gumbel noise
+    mm = scorer + 2 * c.n * k * c.h * (c.dk + c.dv)
+    ew += cost.softmax_elementwise(c, c.n * k * c.h)
+    sparse = hp["mode"] == "hard" and not c.train
+    if not sparse:
+        mm += 2 * k * k * c.h * (c.dk + c.dv)
+        # sigmoid of the k x k score differences, the gradient cap, the weights; the top-tier
+        # products (and the straight-through difference in hard mode).
+        ew += k * k * c.h * (12 if hp["grad_cap"] else 6)
+        ew += k * c.h * (c.dk + c.dv) * (4 if hp["mode"] == "hard" else 2)
+    return mm, ew
+
+
 registry.register(
     "samsa",
     check=_check,
     apply=apply,
     init=init,
+    flops=flops,
     defaults={
         "k": 8,
         "mode": "hard",

@@ -52,9 +52,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from attention import masks, registry
+from attention import cost, masks, registry
 
-__all__ = ["VARIANTS", "SHUFFLE_MODES", "apply", "key_padding"]
+__all__ = ["VARIANTS", "SHUFFLE_MODES", "apply", "flops", "key_padding"]
 
 VARIANTS = ("ascend", "descend", "half", "perm", "max_exchange", "shuffle")
 SHUFFLE_MODES = ("shared", "independent")
@@ -267,6 +267,23 @@ def apply(
     return out.astype(out_dtype)
 
 
+def flops(c: cost.Call, hp, **fixed) -> tuple[float, float]:
+    """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`);
+    `fixed`: the hyper-parameters a named variant binds."""
+    # Sorting has no multiply-adds: 0 matmul FLOPs (about n·log2(n) comparisons per channel,
+    # not counted). Elementwise: the padding bookkeeping (ranks, selects) and the perm
+    # variant's averaging, a few ops per value element.
+    hp = {**hp, **fixed}
+    elems = c.n * c.h * c.dv
+    padded = c.masked and not hp["ignore_mask"]
+    if hp["variant"] == "ascend" and not padded:
+        return 0.0, 0.0
+    ew = 4 * elems if padded else 0.0
+    if hp["variant"] == "perm":
+        ew += elems * (hp["num_perms"] + 1)
+    return 0.0, ew
+
+
 _COMMON = {"ignore_mask": False}
 _SHUFFLE = {"seed": 0, "resample": False, "ignore_mask": False}
 _NAMED = {
@@ -317,6 +334,7 @@ registry.register(
     },
     doc="Sliceformer: sort every value channel along the sequence, no q/k; `variant` = Table 4 row",
     needs_qk=False,
+    flops=flops,
 )
 for _name, (_fixed, _defaults, _doc) in _NAMED.items():
     registry.register(
@@ -325,4 +343,5 @@ for _name, (_fixed, _defaults, _doc) in _NAMED.items():
         defaults=dict(_defaults),
         doc=_doc,
         needs_qk=False,
+        flops=functools.partial(flops, **_fixed),
     )

@@ -11,9 +11,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from attention import masks, registry
+from attention import cost, masks, registry
 
-__all__ = ["apply", "check_qkv"]
+__all__ = ["apply", "check_qkv", "flops"]
 
 
 def check_qkv(q, k, v) -> None:
@@ -79,9 +79,18 @@ def apply(
     return jnp.einsum("bhnm,bmhd->bnhd", probs.astype(v.dtype), v)
 
 
+def flops(c: cost.Call, hp) -> tuple[float, float]:
+    """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
+    del hp
+    # QK^T 2·n·m·h·dk + PV 2·n·m·h·dv  (= 4·n·m·h·d): the reference.
+    scores = c.n * c.m * c.h
+    return 2 * scores * (c.dk + c.dv), cost.softmax_elementwise(c, scores)
+
+
 registry.register(
     "softmax",
     apply=apply,
+    flops=flops,
     defaults={"dropout_rate": 0.0, "scale": None},
     doc="scaled dot-product softmax attention (the reference)",
     inputs=("bias",),

@@ -59,12 +59,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attention import masks, registry, softmax
+from attention import cost, masks, registry, softmax
 
 __all__ = [
     "EVAL_MODES",
     "SAMPLINGS",
     "apply",
+    "flops",
     "init",
     "layer_sigma",
     "pattern_mask",
@@ -629,11 +630,39 @@ def _check(h, num_tokens) -> None:
         )
 
 
+def flops(c: cost.Call, hp) -> tuple[float, float]:
+    """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
+    # Training: each target scores only its sampled sources, 4·n·S·h·d with S = keep·m
+    # (unbiased: round(keep·m) shared sources; windows: w = 1/keep windows of n/w targets and
+    # n/w sources, N padded to a multiple of w). Evaluation: dense softmax ("renormalisation"),
+    # or `ensemble_samples` subsampled passes.
+    sub = hp.get("subsample")
+    sampled = (c.train if sub is None else bool(sub)) or (
+        not c.train and sub is None and hp["eval_mode"] == "ensemble"
+    )
+    if not sampled:
+        return softmax.flops(c, hp)
+    passes = hp["ensemble_samples"] if (not c.train and sub is None) else 1
+    causal, sampling = hp["causal"], hp["sampling"]
+    if sampling in ("unbiased", "graph") and not (causal and sampling == "unbiased"):
+        targets, sources = c.n, min(c.m, max(1, round(hp["keep"] * c.m)))
+    else:
+        w = round(1.0 / hp["keep"])
+        windowed_1d = sampling == "local_1d" or (sampling == "unbiased" and causal)
+        targets = c.n + ((-c.n) % w if windowed_1d and c.n == c.m else 0)
+        sources = targets // w
+    scores = targets * sources * c.h
+    mm = 2 * scores * (c.dk + c.dv)
+    ew = cost.softmax_elementwise(c, scores) + (c.n * c.h * c.dv if passes > 1 else 0)
+    return passes * mm, passes * ew
+
+
 registry.register(
     "ssa",
     check=_check,
     apply=apply,
     init=init,
+    flops=flops,
     defaults={
         "keep": 0.25,
         "sampling": "local_1d",

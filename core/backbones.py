@@ -3,12 +3,18 @@
     encoder = backbones.build(config.model.encoder, model_cfg=config.model,
                               attention_cfg=config.attention, max_len=n, rngs=rngs)
     y = encoder(x, mask=mask, train=train, key=key)   # x [B, N, dim] embedded -> [B, N, dim]
+    backbones.count_flops(config.model.encoder, encoder, tally, n=n, masked=True)
 
 A backbone is built from the model section (`num_layers`, `dim`, `qkv_dim`, `num_heads`,
 `mlp_dim`, `dropout`, `positions`, `dtype`, and its own fields), the attention section (any
 registered mechanism) and the longest sequence it will see (CLS token included); it adds its
-own positions. Domains register theirs (`@backbones.register("swin")`); an unknown name is a
-user error listing the known ones.
+own positions. Domains register theirs (`@backbones.register("swin", flops=swin_flops)`); an
+unknown name is a user error listing the known ones.
+
+A backbone's FLOP formula, registered with it, is `flops(encoder, tally, *, n, masked)`: it
+walks the built `encoder` and adds the forward FLOPs of one sequence of `n` tokens to `tally`
+(a `core.flops.Tally`), claiming each parameter's component; `core.flops.count` calls it
+through the model's own `count_flops`.
 
 Registered here:
   transformer  the pre-LN Transformer encoder of LRA (`core.layers.TransformerEncoder`),
@@ -19,24 +25,29 @@ Registered here:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import jax.numpy as jnp
 
+from attention import cost
 from core import errors, layers, samsa_block
 
-__all__ = ["register", "build", "names"]
+__all__ = ["register", "build", "names", "count_flops"]
 
-_REGISTRY: dict[str, Callable] = {}
+# name -> (factory, FLOP formula or None)
+_REGISTRY: dict[str, tuple[Callable, Callable | None]] = {}
 
 
-def register(name: str):
-    """Decorator registering `factory(*, model_cfg, attention_cfg, max_len, rngs) -> module`."""
+def register(name: str, *, flops: Callable | None = None):
+    """Decorator registering `factory(*, model_cfg, attention_cfg, max_len, rngs) -> module`,
+    with its FLOP formula `flops(encoder, tally, *, n, masked)` (see the module docstring;
+    optional: without one, FLOP counts report the backbone's work as unknown)."""
 
     def deco(factory):
         if name in _REGISTRY:
             raise ValueError(f"backbone {name!r} is already registered")
-        _REGISTRY[name] = factory
+        _REGISTRY[name] = (factory, flops)
         return factory
 
     return deco
@@ -51,12 +62,89 @@ def build(name: str, *, model_cfg, attention_cfg, max_len: int, rngs):
         raise errors.ConfigError(
             f"config.model.encoder={name!r}: unknown backbone; known: {', '.join(names())}"
         )
-    return _REGISTRY[name](
-        model_cfg=model_cfg, attention_cfg=attention_cfg, max_len=max_len, rngs=rngs
+    factory, _ = _REGISTRY[name]
+    return factory(model_cfg=model_cfg, attention_cfg=attention_cfg, max_len=max_len, rngs=rngs)
+
+
+def count_flops(name: str, encoder, tally, *, n: int, masked: bool) -> None:
+    """Adds the forward FLOPs of backbone `encoder` (built by `build(name, ...)`) on one
+    sequence of `n` tokens to `tally` (`core.flops.Tally`); `masked`: a key-padding mask is
+    passed. A backbone registered without a formula adds NaN (unknown) to every component an
+    encoder fills."""
+    if name not in _REGISTRY:
+        raise errors.ConfigError(f"unknown backbone {name!r}; known: {', '.join(names())}")
+    _, formula = _REGISTRY[name]
+    if formula is None:
+        for component in ("embedding", "attention", "projections", "mlp", "norms/other"):
+            tally.add(component, math.nan, math.nan)
+        return
+    formula(encoder, tally, n=n, masked=masked)
+
+
+# --------------------------------------------------------------------------- FLOP formulas
+
+
+def _norm_flops(norm, tally, *, n: int, ops: int) -> None:
+    tally.claim("norms/other", norm)
+    tally.add("norms/other", elementwise=ops * n * norm.num_features)
+
+
+def _attention_flops(attn: layers.Attention, tally, *, n: int, layer_index: int, masked: bool):
+    """A `layers.Attention`: q/k/v/out projections (no q/k when the mechanism ignores them) and
+    the mechanism's own formula."""
+    tally.claim("attention", attn.mechanism_params)
+    projections = (attn.query, attn.key) if attn.mechanism.needs_qk else ()
+    for proj in (*projections, attn.value, attn.out):
+        tally.linear("projections", proj, n)
+    dim, heads, head_dim = attn.value.kernel.shape
+    tally.mechanism(
+        attn.mechanism,
+        n=n,
+        m=n,
+        heads=heads,
+        head_dim=head_dim,
+        model_dim=dim,
+        layer_index=layer_index,
+        masked=masked,
     )
 
 
-@register("transformer")
+def _mlp_flops(mlp: layers.MlpBlock, tally, *, n: int) -> None:
+    tally.linear("mlp", mlp.fc1, n)
+    tally.linear("mlp", mlp.fc2, n)
+    tally.add("mlp", elementwise=cost.GELU_TANH * n * mlp.fc1.out_features)
+
+
+def _transformer_flops(encoder: layers.TransformerEncoder, tally, *, n: int, masked: bool):
+    dim = encoder.norm.num_features
+    if encoder.positions == "learned":
+        tally.claim("embedding", encoder.pos_embedding)
+    if encoder.positions != "none":
+        tally.add("embedding", elementwise=n * dim)  # positions added
+    for i, block in enumerate(encoder.blocks):
+        _norm_flops(block.ln1, tally, n=n, ops=cost.LAYERNORM)
+        _norm_flops(block.ln2, tally, n=n, ops=cost.LAYERNORM)
+        tally.add("norms/other", elementwise=2 * n * dim)  # residual adds
+        _attention_flops(block.attn, tally, n=n, layer_index=i, masked=masked)
+        _mlp_flops(block.mlp, tally, n=n)
+    _norm_flops(encoder.norm, tally, n=n, ops=cost.LAYERNORM)
+
+
+def _samsa_flops(encoder: samsa_block.SAMSAEncoder, tally, *, n: int, masked: bool):
+    dim = encoder.norm.num_features
+    tally.claim("norms/other", encoder.residual_scale)
+    if encoder.positions:
+        tally.add("embedding", elementwise=n * dim)  # positions added
+    for i, block in enumerate(encoder.blocks):
+        _norm_flops(block.norm1, tally, n=n, ops=cost.RMSNORM)
+        _norm_flops(block.norm2, tally, n=n, ops=cost.RMSNORM)
+        tally.add("norms/other", elementwise=4 * n * dim)  # residual scales and adds
+        _attention_flops(block.attn, tally, n=n, layer_index=i, masked=masked)
+        _mlp_flops(block.mlp, tally, n=n)
+    _norm_flops(encoder.norm, tally, n=n, ops=cost.RMSNORM)
+
+
+@register("transformer", flops=_transformer_flops)
 def transformer(*, model_cfg, attention_cfg, max_len: int, rngs):
     m = model_cfg
     if m.get("drop_path"):
@@ -79,7 +167,7 @@ def transformer(*, model_cfg, attention_cfg, max_len: int, rngs):
     )
 
 
-@register("samsa")
+@register("samsa", flops=_samsa_flops)
 def samsa(*, model_cfg, attention_cfg, max_len: int, rngs):
     m = model_cfg
     if m.positions != "sinusoidal":

@@ -6,6 +6,10 @@ SSA, ...), or "samsa", SAMSA's pre-RMSNorm encoder (SAMSA Table 8) with the sinu
 SAMSA used on LRA.
 
 Token id 0 is padding (masked out of attention and pooling); the CLS token is always attended.
+
+Each model counts its own forward FLOPs, `model.count_flops(tally)` (`core.flops.count`):
+embedding lookup and CLS token (data movement, 0 FLOPs), the backbone's registered formula,
+pooling and the head.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ class SequenceEncoder(nnx.Module):
     def __init__(self, *, vocab_size: int, max_len: int, model_cfg, attention_cfg, rngs):
         m = model_cfg
         self.pool_mode = m.pool
+        self.backbone = m.encoder
         self.embed = nnx.Embed(
             vocab_size, m.dim, embedding_init=nnx.initializers.normal(1.0), rngs=rngs
         )
         if m.pool == "cls":
             self.cls = nnx.Param(jnp.zeros((1, 1, m.dim)))  # zero-initialised, as LRA
         n = max_len + (m.pool == "cls")
+        self.length = n  # tokens the encoder sees
         self.encoder = backbones.build(
             m.encoder, model_cfg=m, attention_cfg=attention_cfg, max_len=n, rngs=rngs
         )
@@ -45,6 +51,17 @@ class SequenceEncoder(nnx.Module):
             mask = jnp.concatenate([jnp.ones((x.shape[0], 1), bool), mask], axis=1)
         x = self.encoder(x, mask=mask, train=train, key=key)
         return layers.pool(x, mask, self.pool_mode)
+
+    def count_flops(self, tally) -> None:
+        """Forward FLOPs of one sequence at full length into `tally` (`core.flops.Tally`)."""
+        tally.claim("embedding", self.embed)
+        if self.pool_mode == "cls":
+            tally.claim("embedding", self.cls)
+        # Padding is masked (`__call__` always passes the mask), so the mechanisms count it.
+        backbones.count_flops(self.backbone, self.encoder, tally, n=self.length, masked=True)
+        if self.pool_mode in ("mean", "sum"):
+            dim = self.embed.features
+            tally.add("norms/other", 2 * self.length * dim, dim * (self.pool_mode == "mean"))
 
 
 class SequenceClassifier(nnx.Module):
@@ -72,6 +89,14 @@ class SequenceClassifier(nnx.Module):
     def __call__(self, tokens, *, train: bool = False, key=None):
         """tokens `[B, N]` -> logits `[B, num_classes]` (float32)."""
         return self.head(self.encoder(tokens, train=train, key=key)).astype(jnp.float32)
+
+    def count_flops(self, tally) -> None:
+        """Forward FLOPs of one example (one sequence) into `tally` (`core.flops.Tally`)."""
+        with tally.per_sequence(1, self.encoder.length):
+            self.encoder.count_flops(tally)
+        tally.linear("head", self.head.hidden, 1)
+        tally.linear("head", self.head.logits, 1)
+        tally.add("head", elementwise=self.head.hidden.out_features)  # ReLU
 
 
 class DualEncoderClassifier(nnx.Module):
@@ -116,3 +141,14 @@ class DualEncoderClassifier(nnx.Module):
         x = jax.nn.relu(self.hidden1(jnp.concatenate(z, axis=-1)))
         x = jax.nn.relu(self.hidden2(x))
         return self.logits(x).astype(jnp.float32)
+
+    def count_flops(self, tally) -> None:
+        """Forward FLOPs of one example (two documents) into `tally` (`core.flops.Tally`)."""
+        with tally.per_sequence(2, self.encoder.length):
+            self.encoder.count_flops(tally)
+        if self.interaction == "NLI":
+            tally.add("head", elementwise=2 * self.encoder.embed.features)  # u * v, u - v
+        for dense in (self.hidden1, self.hidden2, self.logits):
+            tally.linear("head", dense, 1)
+        relus = self.hidden1.out_features + self.hidden2.out_features
+        tally.add("head", elementwise=relus)

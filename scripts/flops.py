@@ -3,20 +3,23 @@
     python -m scripts.flops --config configs/lra/text.py:preset=paper,model=samsa
     python -m scripts.flops --config configs/lra/text.py:preset=paper --lengths 1024 2048 4096
     python -m scripts.flops --config configs/lra/listops.py:attn=ssa --train
+    python -m scripts.flops --import mine.py --config configs/lra/text.py:attn=mine
 
 Prints the parameter count and the FLOPs breakdown by component (embedding, attention
 mechanism, q/k/v/out projections, MLP, norms and other elementwise work, head); `--lengths`
 adds a table of the count at other sequence lengths (mechanism hyper-parameters unchanged,
-e.g. SAMSA's k; graph masks follow the length). Nothing is built or run.
+e.g. SAMSA's k; graph masks follow the length). The model is built abstractly (shapes only)
+and nothing is run. A mechanism registered without a FLOP formula shows as nan.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import sys
 
 from configs import common
-from core import cli, flops, validate
+from core import cli, flops, plugins, validate
 from core import config as config_lib
 
 
@@ -30,6 +33,7 @@ def _at_length(config, length: int):
 def main(argv=None) -> int:
     parser = cli.ArgumentParser(prog="scripts.flops", description=__doc__.split("\n")[0])
     parser.add_argument("--config", required=True, help="config file[:args]")
+    cli.add_import_argument(parser)
     parser.add_argument(
         "--lengths", type=cli.positive_int, nargs="*", default=[], help="sequence lengths"
     )
@@ -44,6 +48,7 @@ def main(argv=None) -> int:
         "--matmul-only", action="store_true", help="omit the approximate elementwise FLOPs"
     )
     args = parser.parse_args(argv)
+    plugins.import_modules(args.imports)
     config = config_lib.load(args.config)
     validate.check(config)
     kw = dict(train=args.train, batch=args.batch, elementwise=not args.matmul_only)
@@ -64,6 +69,11 @@ def main(argv=None) -> int:
         f"FLOPs       {counts.flops:.4g} per example ({counts.matmul_flops:.4g} in matmuls; "
         "elementwise approximate)"
     )
+    if math.isnan(counts.breakdown["attention"]):
+        print(
+            f"            attention {config.attention.name!r} has no FLOP formula "
+            "(attention.register(..., flops=...)): its FLOPs are unknown (nan)"
+        )
     print()
     print(counts.table())
     if args.lengths:

@@ -49,3 +49,23 @@ def test_unknown_hyper_parameter_is_an_error():
 def test_bound_hyper_parameters_are_reported():
     assert attention.get("softmax", dropout_rate=0.2).hparams["dropout_rate"] == 0.2
     assert attention.defaults("softmax")["dropout_rate"] == 0.0
+
+
+@pytest.mark.parametrize("name", attention.names())
+def test_every_mechanism_registers_a_flop_formula_bound_by_get(name):
+    formula = attention.flops_formula(name)
+    assert formula is not None, f"{name} registered no FLOP formula (register(..., flops=...))"
+    call = attention.cost.Call(n=16, m=16, h=2, dk=4, dv=4, d_model=8, masked=True)
+    mm, ew = attention.get(name).flops(call)
+    assert (mm, ew) == formula(call, attention.defaults(name))
+    assert mm >= 0 and ew >= 0
+
+
+def test_a_mechanism_without_a_formula_has_none(monkeypatch):
+    # A copy of the table: the test's mechanism leaves the registry as it found it.
+    monkeypatch.setattr(attention.registry, "_REGISTRY", dict(attention.registry._REGISTRY))
+    attention.register("no_formula", apply=lambda params, q, k, v, **kw: v)
+    assert attention.flops_formula("no_formula") is None
+    assert attention.get("no_formula").flops is None
+    with pytest.raises(attention.UnknownAttentionError, match="sofmax"):
+        attention.flops_formula("sofmax")

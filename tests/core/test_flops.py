@@ -1,5 +1,6 @@
-"""core.flops: exact parameter counts against the built models, forward FLOPs against XLA's cost
-analysis of the compiled forward, and the SSA paper's compute accounting (Table 7, C columns).
+"""core.flops: parameter counts and their breakdown against the built models, forward FLOPs
+against XLA's cost analysis of the compiled forward, unknown formulas, and the SSA paper's
+compute accounting (Table 7, C columns).
 
 FLOP tolerance. `flops.count` and `flops.attention_flops` count matmuls exactly and elementwise
 ops approximately (a per-element op count per op class). XLA's `cost_analysis()["flops"]`
@@ -22,12 +23,13 @@ import math
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import pytest
 from flax import nnx
 
 import attention
+from core import backbones, flops, layers, tasks
 from core import config as config_lib
-from core import flops, layers, tasks
 
 TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
 RECIPES = ("transformer", "samsa", "sliceformer", "gfsa")
@@ -56,6 +58,30 @@ def _within_tolerance(analytic: float, matmul: float, compiled: float) -> bool:
 # ------------------------------------------------------------------------------- parameters
 
 
+# The component of a parameter, read off its path in the built model: the test's own reading,
+# independent of the formulas' claims.
+_PATH_COMPONENTS = {
+    "mechanism_params": "attention",
+    "query": "projections",
+    "key": "projections",
+    "value": "projections",
+    "out": "projections",
+    "mlp": "mlp",
+    "embed": "embedding",
+    "cls": "embedding",
+    "pos_embedding": "embedding",
+    "head": "head",
+    "hidden1": "head",
+    "hidden2": "head",
+    "logits": "head",
+}
+
+
+def _component(path) -> str:
+    hits = [_PATH_COMPONENTS[p] for p in path if p in _PATH_COMPONENTS]
+    return hits[-1] if hits else "norms/other"  # the innermost named module decides
+
+
 def _check_params(config):
     model = _abstract_model(config)
     params = sum(x.size for x in jax.tree.leaves(nnx.state(model, nnx.Param)))
@@ -63,6 +89,11 @@ def _check_params(config):
     counts = flops.count(config)
     assert (counts.params, counts.buffers) == (params, buffers)
     assert sum(counts.param_breakdown.values()) == counts.params
+    by_path = dict.fromkeys(flops.COMPONENTS, 0)
+    for path, v in nnx.iter_graph(model):
+        if isinstance(v, nnx.Param):
+            by_path[_component(path)] += math.prod(v.shape)
+    assert counts.param_breakdown == by_path
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -102,13 +133,71 @@ def test_params_exact_for_paper_models_and_gfsa_variants():
 
 
 def test_every_registered_mechanism_has_formulas():
-    assert sorted(flops.MECHANISM_FLOPS) == attention.names()
-    assert sorted(flops.MECHANISM_PARAMS) == attention.names()
+    assert [n for n in attention.names() if attention.flops_formula(n) is None] == []
 
 
 def test_unknown_mechanism_is_a_value_error_naming_the_known_ones():
     with pytest.raises(ValueError, match="known mechanisms: .*softmax"):
         flops.attention_flops("sofmax", {}, n=8, m=8, heads=1, head_dim=4)
+
+
+@pytest.mark.parametrize(
+    ("name", "hparams"),
+    [("samsa", {"k": 8}), ("performer", {}), ("ssa", {}), ("linformer", {}), ("gfsa", {})],
+)
+def test_attention_params_are_the_shapes_init_returns(name, hparams):
+    shape = dict(num_heads=4, head_dim=16, model_dim=64, max_len=128)
+    arrays = dict(
+        jax.eval_shape(lambda: attention.get(name, **hparams).init(jax.random.key(0), **shape))
+    )
+    buffers = arrays.pop("buffers", {})
+    size = lambda tree: sum(x.size for x in jax.tree.leaves(tree))  # noqa: E731
+    assert flops.attention_params(
+        name, hparams, heads=4, head_dim=16, model_dim=64, max_len=128
+    ) == (
+        size(arrays),
+        size(buffers),
+    )
+
+
+# A user's mechanism registered without a FLOP formula (as in tests/scripts/test_user_attention).
+def _mean_of_values(params, q, k, v, *, mask=None, key=None, train=False):
+    del params, q, k, mask, key, train
+    return jnp.broadcast_to(v.mean(axis=1, keepdims=True), v.shape)
+
+
+def _listops_with(name: str):
+    config = _load("configs/lra/listops.py:preset=smoke")
+    config.attention = ml_collections.ConfigDict({"name": name})
+    return config
+
+
+def test_a_mechanism_without_a_formula_counts_as_unknown_flops(monkeypatch):
+    """`count` reports the attention FLOPs (and so the totals) as NaN, every other component and
+    the parameters exactly; `attention_flops` names the missing formula."""
+    # A copy of the registry: the test's mechanism is gone after it.
+    monkeypatch.setattr(attention.registry, "_REGISTRY", dict(attention.registry._REGISTRY))
+    attention.register("no_formula", apply=_mean_of_values, doc="mean of values")
+    counts = flops.count(_listops_with("no_formula"))
+    softmax = flops.count(_listops_with("softmax"))
+    assert math.isnan(counts.breakdown["attention"])
+    assert math.isnan(counts.flops) and math.isnan(counts.matmul_flops)
+    for comp in set(flops.COMPONENTS) - {"attention"}:
+        assert counts.breakdown[comp] == softmax.breakdown[comp], comp
+    assert counts.params == softmax.params == sum(counts.param_breakdown.values())
+    assert "nan" in counts.table()
+    with pytest.raises(ValueError, match="'no_formula' was registered without a FLOP formula"):
+        flops.attention_flops("no_formula", {}, n=8, m=8, heads=1, head_dim=4)
+
+
+def test_a_backbone_without_a_formula_counts_as_unknown_flops(monkeypatch):
+    factory, _ = backbones._REGISTRY["transformer"]
+    monkeypatch.setitem(backbones._REGISTRY, "transformer", (factory, None))
+    counts = flops.count(_load("configs/lra/listops.py:preset=smoke"))
+    for comp in ("embedding", "attention", "projections", "mlp", "norms/other"):
+        assert math.isnan(counts.breakdown[comp]), comp
+    assert counts.breakdown["head"] > 0
+    assert counts.params == sum(counts.param_breakdown.values())
 
 
 def test_dominant_terms():
