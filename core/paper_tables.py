@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import re
 from collections.abc import Mapping, Sequence
 
@@ -30,6 +31,7 @@ __all__ = [
     "names",
     "validate",
     "compute",
+    "measure_function",
     "TableError",
 ]
 
@@ -37,6 +39,11 @@ SPLITS = ("val_last", "val_best", "test_last", "test_best")  # summary["metrics"
 # What the trainer reports in each section: the tasks' own (accuracy, loss) and the metrics of
 # the evaluators in core/evaluators.py.
 METRICS = evaluators.METRICS
+# Metrics a table prints that no domain here evaluates (cells that can never run here).
+NOT_EVALUATED = {
+    "wer_test_clean": "word error rate: speech recognition (GFSA Table 7) is not a domain here",
+    "wer_test_other": "word error rate: speech recognition (GFSA Table 7) is not a domain here",
+}
 
 
 class TableError(errors.UserError, ValueError):
@@ -64,6 +71,13 @@ class Cell:
         units (`scale` is not applied). `scripts.reproduce` runs it in-process.
       elsewhere: the command that reproduces the cell outside this machinery (speed and memory
         tables: `python -m scripts.speed_tables ...`); the cell is then not run here.
+      measure: `module:function` measuring our counterpart of a speed or memory cell on this
+        machine (our model and sizes, named in its docstring); called with `measure_args` and
+        `scale=` ("full" or "smoke"), it returns a record (steps/s, memory, ...).
+        `scripts.speed_tables` calls it once for all the cells that share (measure,
+        measure_args), e.g. the speed and the memory cell of one training step, and prints the
+        paper's number beside ours. It is not run by `scripts.reproduce`; the cell still says
+        where it is reported (`elsewhere`) or what a faithful reproduction needs (`needs`).
       mean_of: the columns of this row that this cell averages (an "Avg" column); ours is the
         mean of our numbers there once every one of them exists at the same preset.
     """
@@ -81,6 +95,8 @@ class Cell:
     exact: str | None = None
     exact_args: dict = dataclasses.field(default_factory=dict)
     elsewhere: str | None = None
+    measure: str | None = None
+    measure_args: dict = dataclasses.field(default_factory=dict)
     mean_of: tuple[str, ...] = ()
 
     @property
@@ -140,8 +156,8 @@ def grid(
       keep_blanks: a blank makes no cell unless this is set; then it makes a cell with
         `paper=None` (a cell we still run or measure, e.g. one the paper prints as FAIL or OOM).
       **fields: every other `Cell` field (config, metric, scale, quoted, needs, note, exact,
-        exact_args, elsewhere, mean_of): one value for every cell, or a function
-        `(row, column) -> value` where the value depends on the row or the column, e.g.
+        exact_args, elsewhere, measure, measure_args, mean_of): one value for every cell, or a
+        function `(row, column) -> value` where the value depends on the row or the column, e.g.
         `metric=lambda row, column: METRIC[column]`, `note=lambda row, column:
         NOTES.get((row, column))`.
 
@@ -180,13 +196,22 @@ def grid(
 
 def _exact_function(cell: Cell, where: str = ""):
     """The function an `exact` cell names (`module:function`), or `TableError`."""
-    module, sep, name = (cell.exact or "").partition(":")
+    return _function("exact", cell.exact, where)
+
+
+def measure_function(cell: Cell, where: str = ""):
+    """The function a speed cell's `measure` names (`module:function`), or `TableError`."""
+    return _function("measure", cell.measure, where)
+
+
+def _function(field: str, target: str | None, where: str):
+    module, sep, name = (target or "").partition(":")
     try:
         fn = getattr(importlib.import_module(module), name, None) if sep else None
     except ImportError as e:
-        raise TableError(f"{where}: exact {cell.exact!r}: {e}") from e
+        raise TableError(f"{where}: {field} {target!r}: {e}") from e
     if not callable(fn):
-        raise TableError(f"{where}: exact {cell.exact!r} is not a `module:function` that exists")
+        raise TableError(f"{where}: {field} {target!r} is not a `module:function` that exists")
     return fn
 
 
@@ -238,6 +263,13 @@ def validate(table: Table) -> None:
         seen.add((c.row, c.column))
         if c.config is not None and c.exact is not None:
             raise TableError(f"{where}: a cell is trained (config) or computed (exact), not both")
+        if c.measure is not None:
+            if c.runnable:
+                raise TableError(f"{where}: a measured cell is not also trained or computed")
+            try:  # the arguments must fit the function, so a typo fails here, not mid-run
+                inspect.signature(measure_function(c, where)).bind(**c.measure_args, scale="full")
+            except TypeError as e:
+                raise TableError(f"{where}: measure_args {c.measure_args}: {e}") from e
         if c.exact is not None:
             _exact_function(c, where)
             continue
@@ -249,6 +281,14 @@ def validate(table: Table) -> None:
                     "(and the cell itself has no config)"
                 )
             continue
+        section, _, name = c.metric.partition(".")
+        foreign = name in NOT_EVALUATED and not c.runnable
+        if section in SPLITS and name not in METRICS and not foreign:
+            # Checked before the cell can run, so a domain that lands later reports what the
+            # table already reads.
+            raise TableError(
+                f"{where}: metric {c.metric!r}; known: <{'|'.join(SPLITS)}>.<{'|'.join(METRICS)}>"
+            )
         if not c.runnable:
             if not (c.needs or c.elsewhere):
                 raise TableError(
@@ -256,7 +296,6 @@ def validate(table: Table) -> None:
                     "reproduced)"
                 )
             continue
-        section, _, name = c.metric.partition(".")
         if section not in SPLITS or name not in METRICS:
             raise TableError(
                 f"{where}: metric {c.metric!r}; known: <{'|'.join(SPLITS)}>.<{'|'.join(METRICS)}>"

@@ -109,7 +109,7 @@ def get_table() -> Table:
             {row: (top1, gain) for row, (top1, gain, _) in ROWS.items()},
             COLUMNS,
             metric=lambda _, column: (
-                "test_best.accuracy" if column == "Top-1 Acc" else "test_best.accuracy_gain"
+                "test_best.accuracy" if column == "Top-1 Acc" else "derived.accuracy_gain"
             ),
             scale=lambda _, column: 100 if column == "Top-1 Acc" else 1,
             quoted=lambda row, column: (

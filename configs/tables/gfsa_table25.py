@@ -3,13 +3,17 @@ DeiT-S (12 and 24 layers), CaiT-S and Swin-S, with and without GFSA.
 
 Numbers: the paper's Table 25 (App. R), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
 Nothing here is runnable yet (no vision domain; core/flops.py counts the LRA encoders only).
-`python -m scripts.speed_tables --tables gfsa` quotes the DeiT-S 12L rows beside its own
-synthetic-tensor overhead measurements, a related but different quantity. List the cells:
+The 12-layer DeiT-S runtimes name our counterpart (`step_counterpart`): one training step of the
+LRA Text encoder at 1,024 tokens with softmax and with GFSA, which
+`python -m scripts.speed_tables --tables gfsa` measures and prints beside them (a different
+model, so compare the ratios). List the cells:
 
     python -m scripts.reproduce gfsa.table25 --list
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from core.paper_tables import Table, grid
 
@@ -31,6 +35,25 @@ ROWS = {
     "Swin-S": ("Swin-S", (8.75, 912.38, 1897)),
     "Swin-S + GFSA": ("Swin-S", (8.75, 714.60, 1970)),
 }
+
+
+STEP = "core.speed:lra_text_step"  # steps/s of one LRA Text training step
+
+
+def step_counterpart(rows: Mapping[str, str], column: str) -> dict:
+    """`grid()` fields naming our counterpart of GFSA's overhead for the cells of `column` in
+    `rows` (row -> our mechanism, "softmax" or "gfsa"): one training step of the LRA Text
+    encoder at 1,024 tokens; the other cells name none. The GFSA tables 12 and 24-26 share it."""
+
+    def measured(row: str, col: str) -> bool:
+        return row in rows and col == column
+
+    return dict(
+        measure=lambda row, col: STEP if measured(row, col) else None,
+        measure_args=lambda row, col: (
+            {"attn": rows[row], "length": 1024} if measured(row, col) else {}
+        ),
+    )
 
 
 def task_needs(model: str) -> str:
@@ -59,6 +82,9 @@ def get_table() -> Table:
             metric=lambda _, column: METRIC[column],
             scale=1.0,
             needs=lambda row, column: needs(ROWS[row][0], column),
+            **step_counterpart(
+                {"DeiT-S (12L)": "softmax", "DeiT-S + GFSA (12L)": "gfsa"}, "Runtime (s/epoch)"
+            ),
         ),
         higher_is_better={
             "FLOPs (G)": False,

@@ -17,11 +17,11 @@ COLUMNS = ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI-m", "MNLI-mm", "QNLI",
 # GLUE dev metrics (notes Sec. 2.1): CoLA Matthews correlation, MRPC and QQP F1, STS-B
 # Spearman, the others accuracy; Avg is the mean of the 9 numbers.
 METRIC = {
-    "CoLA": "val_best.matthews",
+    "CoLA": "val_best.mcc",
     "MRPC": "val_best.f1",
     "QQP": "val_best.f1",
     "STS-B": "val_best.spearman",
-    "Avg": "val_best.glue_avg",
+    "Avg": "derived.glue_avg",
 }
 
 ROWS = {  # percent, in COLUMNS order

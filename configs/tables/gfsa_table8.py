@@ -64,7 +64,7 @@ def get_table() -> Table:
             ROWS,
             COLUMNS,
             metric=lambda _, column: (
-                "test_best.accuracy" if column == "Accuracy" else "test_best.accuracy_gain_pct"
+                "test_best.accuracy" if column == "Accuracy" else "derived.accuracy_gain_pct"
             ),
             scale=lambda _, column: 100 if column == "Accuracy" else 1,
             needs=lambda row, _: _needs(row),

@@ -8,7 +8,9 @@ Performer, Sliceformer) are measured on the LRA Text model at 1K-4K tokens by
 
     python -m scripts.speed_tables --tables sliceformer     # -> results/bench/paper_sliceformer.md
 
-which prints the paper's numbers beside ours (scripts/speed_tables.py, `table_sliceformer`).
+which prints the paper's numbers beside ours: each measured cell names the function that
+measures it (`measure`: one training step of the LRA Text model serves a row's speed and memory
+cells at one length; `core.speed.lra_text_step`, rendered by `core.speed_tables`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ ELSEWHERE = (
     "python -m scripts.speed_tables --tables sliceformer (results/bench/paper_sliceformer.md)"
 )
 
-# The mechanisms scripts.speed_tables measures for this table (its SLICE_PAPER rows).
+# The rows we measure: row -> our mechanism.
 MEASURED = {
     "Transformer": "softmax",
     "Local Attention": "local",
@@ -34,6 +36,9 @@ MEASURED = {
     "Performer": "performer",
     "Sliceformer": "sliceformer",
 }
+
+MEASURE = "core.speed:lra_text_step"  # steps/s and memory of one LRA Text training step
+TOKENS = {"1K": 1000, "2K": 2000, "3K": 3000, "4K": 4000}  # sequence length of each column
 
 # The rows whose mechanism is missing: the same wording as Table 2.
 NEEDS = sliceformer_table2.NEEDS
@@ -65,6 +70,10 @@ def _note(row: str, column: str) -> str | None:
     return OOM_NOTE if printed is None else None
 
 
+def _measure_args(row: str, column: str) -> dict:
+    return {"attn": MEASURED[row], "length": TOKENS[column.split()[1]]} if row in MEASURED else {}
+
+
 def get_table() -> Table:
     return Table(
         key="sliceformer.table3",
@@ -83,6 +92,8 @@ def get_table() -> Table:
             scale=1,
             needs=lambda row, _: None if row in MEASURED else NEEDS[row],
             elsewhere=lambda row, _: ELSEWHERE if row in MEASURED else None,
+            measure=lambda row, _: MEASURE if row in MEASURED else None,
+            measure_args=_measure_args,
             note=_note,
         ),
         higher_is_better={**{c: True for c in SPEED}, **{c: False for c in MEMORY}},

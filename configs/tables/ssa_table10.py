@@ -38,7 +38,8 @@ SIC = (
 
 def _metric(_row: str, column: str) -> str:
     split = dict(KINDS)[column]
-    return f"{split}_last.ppl" if column.startswith("Renorm") else f"{split}_last.ppl_ensemble"
+    suffix = "" if column.startswith("Renorm") else "_ensemble"
+    return f"{split}_last.perplexity{suffix}"
 
 
 def get_table() -> Table:

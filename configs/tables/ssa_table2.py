@@ -17,7 +17,7 @@ This module also holds the `needs` wording the other SSA tables share for the im
 
 from __future__ import annotations
 
-from configs.tables.ssa_table1 import SPEED_COUNTERPART, compute_cell, gpu_needs
+from configs.tables.ssa_table1 import SPEED_COUNTERPART, compute_cell, counterpart, gpu_needs
 from core.paper_tables import Cell, Table
 
 TASK_NEEDS = {
@@ -91,6 +91,8 @@ def _gpu_cell(row, column, paper, run, metric, dense_row):
         note="1.00 by definition (the normalisation)"
         if row == dense_row
         else NOTES.get((row, column)),
+        # the CIFAR-10 decoder's S0 and S16-L4 have ssa_table1's counterpart (the same ratios)
+        **(counterpart(row) if run == "CIFAR-10" else {}),
     )
 
 

@@ -28,7 +28,7 @@ ROWS = {
     "S12-L4": ((17.29, 17.95, 16.89, 17.60), (1.047, 1.024, 1.050, 1.029)),
     "S12-L4 +FT": ((17.09, 17.86, 16.80, 17.51), (1.044, 1.024, 1.055, 1.033)),
 }
-DATASETS = (("WikiText-103", "ppl"), ("Enwik8", "bpb"))
+DATASETS = (("WikiText-103", "perplexity"), ("Enwik8", "bpb"))
 KINDS = (
     ("Renorm. dev", "val"),
     ("Renorm. test", "test"),

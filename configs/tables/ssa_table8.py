@@ -32,7 +32,7 @@ ROWS = {
         (1.052, 1.029, 1.100, 1.075),
     ),
 }
-DATASETS = (("WikiText-103", "Ppl", "ppl"), ("Enwik8", "BPB", "bpb"))
+DATASETS = (("WikiText-103", "Ppl", "perplexity"), ("Enwik8", "BPB", "bpb"))
 KINDS = (
     ("Locally Biased dev", "val"),
     ("Locally Biased test", "test"),

@@ -42,7 +42,7 @@ def test_samsa_table1_holds_the_papers_numbers_and_sources():
     [
         (dict(config="configs/lra/nope.py:model=samsa"), "does not load"),
         (dict(config="configs/lra/text.py:attn=nope"), "does not load"),
-        (dict(metric="test_best.f1"), "metric"),
+        (dict(metric="test_best.f2"), "metric"),
         (dict(config="configs/lra/text.py:preset=cpu"), "preset"),
         (dict(row="Nope"), "row or column"),
         (dict(config=None, needs=None), "must say what it needs"),

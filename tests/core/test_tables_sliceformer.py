@@ -83,20 +83,22 @@ def test_table3_speed_memory_is_reproduced_by_speed_tables():
     assert "Sinkformer" in t.cell("Sinkformer", "Speed 1K").needs
 
 
-def test_table3_rows_are_the_ones_speed_tables_measures():
-    from scripts import speed_tables
+def test_table3_measured_cells_name_one_training_step_per_row_and_length():
+    from core import speed
 
     t = paper_tables.load("sliceformer.table3")
-    mechanisms = set(speed_tables.SLICE_PAPER)
-    assert mechanisms <= set(speed_tables.SCALES["full"]["slice_mechanisms"])
     module = __import__("configs.tables.sliceformer_table3", fromlist=["MEASURED"])
-    assert set(module.MEASURED.values()) == mechanisms
-    for row, mech in module.MEASURED.items():  # the same published numbers
-        speeds, memories = speed_tables.SLICE_PAPER[mech]
-        assert [t.cell(row, f"Speed {n}").paper for n in ("1K", "2K", "3K", "4K")] == speeds
-        assert [t.cell(row, f"Memory {n} (GB)").paper for n in ("1K", "2K", "3K", "4K")] == (
-            memories
-        )
+    measured = [c for c in t.cells if c.measure]
+    assert {c.row for c in measured} == set(module.MEASURED) and len(measured) == 6 * 8
+    for c in measured:
+        assert c.measure == "core.speed:lra_text_step" and c.elsewhere
+        length = {"1K": 1000, "2K": 2000, "3K": 3000, "4K": 4000}[c.column.split()[1]]
+        assert c.measure_args == {"attn": module.MEASURED[c.row], "length": length}
+    # the speed and the memory cell of a row and length share one measurement
+    step, memory = t.cell("Sliceformer", "Speed 3K"), t.cell("Sliceformer", "Memory 3K (GB)")
+    assert step.measure_args == memory.measure_args
+    # full scale measures every row the paper has a number for
+    assert set(module.MEASURED.values()) <= set(speed.SCALES["full"]["slice_mechanisms"])
 
 
 def test_table4_sorting_variants():

@@ -1,10 +1,13 @@
-"""scripts.bench: the documented record layouts of `attention`, `train` and `pipeline`."""
+"""scripts.bench: the documented record layouts of `attention`, `train` and `pipeline`; and
+every entry point in scripts/ stays thin."""
 
 import json
+import pathlib
 
 import pytest
 
-from scripts import bench, isolate
+from core import isolate
+from scripts import bench
 
 
 def test_attention_bench_writes_records_tables_and_plot(tmp_path):
@@ -178,3 +181,11 @@ def test_train_bench_writes_steps_per_s_and_memory_per_mechanism_and_length(tmp_
     table = (tmp_path / "train_t.md").read_text()
     assert table.startswith("<!-- generated") and "| linear |" in table and "x)" in table
     assert (tmp_path / "train_t.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_every_script_is_a_thin_entry_point():
+    """Measuring and rendering code lives in the library (core/bench_*.py, core/speed_tables.py);
+    a script parses arguments and calls it (issue 12)."""
+    scripts = pathlib.Path(__file__).resolve().parents[2] / "scripts"
+    lengths = {p.name: len(p.read_text().splitlines()) for p in scripts.glob("*.py")}
+    assert {name: n for name, n in lengths.items() if n >= 150} == {}

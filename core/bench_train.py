@@ -1,4 +1,4 @@
-"""Whole-model speed and memory from a config: `python -m scripts.bench train`.
+"""Whole-model speed and memory from a config (`python -m scripts.bench train`).
 
     python -m scripts.bench train --config configs/lra/text.py --lengths 1000 2000 3000 4000 \\
         --mechanisms softmax sliceformer linear --batch 2
@@ -6,7 +6,7 @@
 For each mechanism and length, the config `<config>:<arg>,attn=<mechanism>,length=<n>` is built
 (the task's model, optimizer and jitted step exactly as `scripts.train` runs them) and fed
 synthetic batches of random tokens (`task.example_batch`: no dataset needed). Each (mechanism,
-length) runs in its own process (`scripts.isolate`), so its peak RSS is its own and a
+length) runs in its own process (`core.isolate`), so its peak RSS is its own and a
 configuration that runs out of memory only loses its own record.
 
 Modes: `train` times the trainer's jitted train step (forward, backward, optimizer update;
@@ -28,7 +28,9 @@ import jax
 import numpy as np
 
 from core import config as config_lib
-from core import errors, io, tasks, train, validate
+from core import errors, io, isolate, tasks, train, validate
+
+__all__ = ["spec_for", "measure", "plan", "run", "write"]
 
 
 def spec_for(config: str, mechanism: str | None, length: int | None) -> str:
@@ -146,12 +148,13 @@ def measure(
     return rec
 
 
-def plan(args) -> list[tuple[str, str, int]]:
+def plan(config: str, mechanisms, lengths) -> list[tuple[str, str, int]]:
     """`(mechanism label, config spec, length)` for every run; loads each config, so an unknown
-    mechanism, config argument or length fails here with the config's own error message."""
+    mechanism, config argument or length fails here with the config's own error message.
+    `mechanisms` None or empty: the config's own."""
     import attention
 
-    mechanisms = args.mechanisms or [None]
+    mechanisms = mechanisms or [None]
     for m in mechanisms:
         if m is not None and m not in attention.names():
             raise attention.UnknownAttentionError(
@@ -159,35 +162,47 @@ def plan(args) -> list[tuple[str, str, int]]:
             )
     out = []
     for m in mechanisms:
-        for n in args.lengths:
-            spec = spec_for(args.config, m, n)
-            config = config_lib.load(spec)
-            if not hasattr(tasks.get(config.task), "example_batch"):
+        for n in lengths:
+            spec = spec_for(config, m, n)
+            loaded = config_lib.load(spec)
+            if not hasattr(tasks.get(loaded.task), "example_batch"):
                 raise errors.ConfigError(
-                    f"task {config.task} has no example_batch(); bench train needs it"
+                    f"task {loaded.task} has no example_batch(); bench train needs it"
                 )
-            out.append((m or config.attention.name, spec, n))
+            out.append((m or loaded.attention.name, spec, n))
     return out
 
 
-def run(args, specs) -> dict:
-    from scripts import isolate
-
+def run(
+    config: str,
+    specs,
+    *,
+    modes,
+    batch: int,
+    steps: int,
+    warmup: int,
+    max_memory_gb: float,
+    baseline: str = "softmax",
+    isolated: bool = True,
+    timeout_s: float = 1800,
+) -> dict:
+    """One record per (`plan` entry, mode), each in its own process unless `isolated=False`.
+    Returns `{"config", "baseline", "records"}` (what `write` renders)."""
     records = []
-    total = len(specs) * len(args.modes)
+    total = len(specs) * len(modes)
     t0 = time.perf_counter()
     for label, spec, n in specs:
-        for mode in args.modes:
+        for mode in modes:
             kw = dict(
                 spec=spec,
-                batch=args.batch,
+                batch=batch,
                 mode=mode,
-                steps=args.steps,
-                warmup=args.warmup,
-                max_memory_gb=args.max_memory_gb,
+                steps=steps,
+                warmup=warmup,
+                max_memory_gb=max_memory_gb,
             )
-            if args.isolate:
-                rec = isolate.run("scripts.bench_train:measure", kw, timeout_s=args.timeout)
+            if isolated:
+                rec = isolate.run("core.bench_train:measure", kw, timeout_s=timeout_s)
             else:
                 import resource
 
@@ -198,7 +213,7 @@ def run(args, specs) -> dict:
                     config=spec,
                     mechanism=label,
                     length=n,
-                    batch=args.batch,
+                    batch=batch,
                     mode=mode,
                     steps_per_s=None,
                     peak_memory_bytes=None,
@@ -220,7 +235,7 @@ def run(args, specs) -> dict:
                 f"{shown}",
                 flush=True,
             )
-    return {"config": args.config, "baseline": args.baseline, "records": records}
+    return {"config": config, "baseline": baseline, "records": records}
 
 
 def _mib(b: int) -> str:
@@ -234,8 +249,7 @@ def _find(recs, label, n, mode):
 
 
 def write(result: dict, out: str, tag: str) -> None:
-    from core import io
-
+    """`<out>/train_<tag>.{json,md,png}`: the records, a table per mode and a plot."""
     io.write_json(f"{out}/train_{tag}.json", result)
     recs = result["records"]
     lengths = sorted({r["length"] for r in recs})

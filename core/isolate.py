@@ -1,11 +1,11 @@
-"""Runs one benchmark measurement in its own Python process.
+"""Runs one benchmark measurement in its own Python process (`python -m core.isolate`).
 
 A measurement in a fresh process has its own peak resident memory (`ru_maxrss` of the child:
 the process peak of that configuration alone, not of everything measured before it), and a
 configuration that exhausts memory or hangs kills only its own process: the parent records it
 as skipped with the reason and goes on.
 
-    record = isolate.run("scripts.bench_train:measure", {"spec": ..., ...}, timeout_s=900)
+    record = isolate.run("core.bench_train:measure", {"spec": ..., ...}, timeout_s=900)
 
 The child prints its result as one JSON line after `MARKER`; everything else it prints
 (progress) is passed through to the parent's stdout.
@@ -20,6 +20,8 @@ import resource
 import subprocess
 import sys
 
+__all__ = ["run", "call", "MARKER"]
+
 MARKER = "@@attnbench-result@@ "
 
 
@@ -27,7 +29,7 @@ def run(target: str, kwargs: dict, *, timeout_s: float = 1800) -> dict:
     """`target` ("module:function") called with `kwargs` in a child process. Returns its
     result dict with `peak_rss_bytes` (the child's peak) added, or `{"skipped": reason}` when
     the child died or timed out."""
-    cmd = [sys.executable, "-m", "scripts.isolate", target, json.dumps(kwargs)]
+    cmd = [sys.executable, "-m", "core.isolate", target, json.dumps(kwargs)]
     try:
         proc = subprocess.run(
             cmd, capture_output=True, text=True, timeout=timeout_s, env=dict(os.environ)
@@ -50,9 +52,14 @@ def run(target: str, kwargs: dict, *, timeout_s: float = 1800) -> dict:
     return result
 
 
-def _main(target: str, kwargs_json: str) -> None:
+def call(target: str, kwargs: dict) -> dict:
+    """`target` ("module:function") called with `kwargs` in this process (what the child runs)."""
     module, func = target.split(":")
-    result = getattr(importlib.import_module(module), func)(**json.loads(kwargs_json))
+    return getattr(importlib.import_module(module), func)(**kwargs)
+
+
+def _main(target: str, kwargs_json: str) -> None:
+    result = call(target, json.loads(kwargs_json))
     result["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(MARKER + json.dumps(result), flush=True)
 
