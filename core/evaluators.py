@@ -3,18 +3,25 @@
     config.evals.cls = ml_collections.ConfigDict({"type": "classification", "top_k": (5,)})
     config.evals.size = ml_collections.ConfigDict({"type": "regression", "std": 2.0, ...})
 
-Each entry is `{"type": <registered name>, "splits": ("val", "test"), **options}`. For a task
+Each entry is `{"type": <registered name>, "splits": ("val", "test"), "suffix": "", **options}`
+(`suffix` renames every metric it reports, e.g. "_ensemble" for a second language-model
+evaluator reading SSA's self-ensemble outputs). For a task
 with `eval_outputs(model, batch) -> {name: per-example array}` (computed in the jitted eval
 step), the trainer builds fresh evaluators per evaluation, calls `update(outputs, batch)` on the
 host for every batch (weight-0 padding examples are skipped by the evaluator) and merges their
 `result()` dicts into the split's metrics; the metric names are the ones `configs/tables/` reads
-(`accuracy`, `top5_accuracy`, `mean_class_accuracy`, `mae`, `ap`, `class_miou`,
-`instance_miou`, `loss`, `perplexity`, `bpb`, `bpd`). Everything is accumulated in float64.
+(`METRICS`). `names_reported(evals, split)` lists what a config's evaluators report (the
+config check validates `best_metric` with it). Everything is accumulated in float64.
 
 Registered here:
-  classification  accuracy, top-k accuracy, mean per-class accuracy, cross-entropy loss
+  classification  accuracy, top-k accuracy, mean per-class accuracy, cross-entropy loss, and
+                  with `f1=True` the F1 score of class 1 (binary tasks: code clone detection),
+                  with `mcc=True` Matthews' correlation over all classes (GLUE CoLA)
+  rocauc          ROC-AUC per task, averaged over tasks with both labels (NaN ignored), as OGB
+                  computes it for ogbg-molhiv
   regression      MAE of de-normalised predictions (`prediction * std + mean` vs the same of the
-                  target), as ZINC / PCQM4Mv2 report it
+                  target), as ZINC / PCQM4Mv2 report it; with `spearman=True` also Spearman's
+                  rank correlation (GLUE STS-B)
   multilabel_ap   average precision per task, averaged over tasks that have a positive and a
                   negative label (NaN labels ignored), as OGB / LRGB Peptides-func compute it
   segmentation    part IoU per shape over the parts of its category (prediction restricted to
@@ -35,7 +42,17 @@ import numpy as np
 
 from core import errors
 
-__all__ = ["Evaluator", "register", "get", "names", "build", "average_precision", "METRICS"]
+__all__ = [
+    "Evaluator",
+    "register",
+    "get",
+    "names",
+    "build",
+    "names_reported",
+    "average_precision",
+    "roc_auc",
+    "METRICS",
+]
 
 _REGISTRY: dict[str, Callable[..., Evaluator]] = {}
 SPLITS = ("val", "test")
@@ -44,6 +61,10 @@ SPLITS = ("val", "test")
 METRICS = (
     "accuracy",
     "loss",
+    "f1",
+    "mcc",
+    "rocauc",
+    "spearman",
     "top5_accuracy",
     "mean_class_accuracy",
     "mae",
@@ -53,11 +74,17 @@ METRICS = (
     "perplexity",
     "bpb",
     "bpd",
+    "perplexity_ensemble",  # SSA's self-ensembles at inference (suffix "_ensemble")
+    "bpb_ensemble",
+    "mae_ensemble",
 )
 
 
 class Evaluator:
-    """Accumulates over a split's batches on the host; `result()` gives `{metric: float}`."""
+    """Accumulates over a split's batches on the host; `result()` gives `{metric: float}`;
+    `reports` names the metrics `result()` will hold."""
+
+    reports: tuple[str, ...] = ()
 
     def update(self, outputs: Mapping[str, np.ndarray], batch: Mapping[str, np.ndarray]) -> None:
         raise NotImplementedError
@@ -100,9 +127,28 @@ def build(evals: Mapping[str, Mapping[str, Any]], split: str) -> list[Evaluator]
         if "type" not in spec:
             raise errors.ConfigError(f"config.evals.{key} has no 'type'; known: {names()}")
         splits = tuple(spec.pop("splits", SPLITS))
+        suffix = str(spec.pop("suffix", ""))
         if split in splits:
-            out.append(get(spec.pop("type"), **spec))
+            ev = get(spec.pop("type"), **spec)
+            out.append(_Suffixed(ev, suffix) if suffix else ev)
     return out
+
+
+def names_reported(evals: Mapping[str, Mapping[str, Any]], split: str) -> list[str]:
+    """The metric names the evaluators of `config.evals` report on `split`."""
+    return sorted({name for ev in build(evals, split) for name in ev.reports})
+
+
+class _Suffixed(Evaluator):
+    def __init__(self, inner: Evaluator, suffix: str):
+        self.inner, self.suffix = inner, suffix
+        self.reports = tuple(name + suffix for name in inner.reports)
+
+    def update(self, outputs, batch) -> None:
+        self.inner.update(outputs, batch)
+
+    def result(self) -> dict[str, float]:
+        return {name + self.suffix: value for name, value in self.inner.result().items()}
 
 
 def _valid(batch) -> np.ndarray:
@@ -113,9 +159,26 @@ def _valid(batch) -> np.ndarray:
 class Classification(Evaluator):
     """`outputs[logits]` [B, C] against `batch[labels]` [B]."""
 
-    def __init__(self, *, logits: str = "logits", labels: str = "label", top_k: Sequence = ()):
+    def __init__(
+        self,
+        *,
+        logits: str = "logits",
+        labels: str = "label",
+        top_k: Sequence = (),
+        f1: bool = False,
+        mcc: bool = False,
+    ):
         self.logits_key, self.labels_key = logits, labels
         self.top_k = tuple(int(k) for k in top_k if int(k) > 1)
+        self.f1 = bool(f1)
+        self.reports = ("accuracy", "loss", "mean_class_accuracy") + tuple(
+            f"top{k}_accuracy" for k in self.top_k
+        )
+        self.reports += ("f1",) if self.f1 else ()
+        self.mcc = bool(mcc)
+        self.reports += ("mcc",) if self.mcc else ()
+        self.confusion: dict[tuple[int, int], int] = {}  # (true, predicted) -> count
+        self.tp = self.fp = self.fn = 0
         self.n = 0
         self.correct = 0
         self.correct_k = dict.fromkeys(self.top_k, 0)
@@ -139,6 +202,12 @@ class Classification(Evaluator):
         rank = (logits > true[:, None]).sum(-1)
         for k in self.top_k:
             self.correct_k[k] += int((rank < k).sum())
+        self.tp += int(((pred == 1) & (labels == 1)).sum())
+        self.fp += int(((pred == 1) & (labels != 1)).sum())
+        self.fn += int(((pred != 1) & (labels == 1)).sum())
+        if self.mcc:
+            for y, q in zip(labels.tolist(), pred.tolist(), strict=True):
+                self.confusion[(y, q)] = self.confusion.get((y, q), 0) + 1
         for y, h in zip(labels.tolist(), hit.tolist(), strict=True):
             c = self.per_class.setdefault(y, [0, 0])
             c[0] += h
@@ -151,7 +220,28 @@ class Classification(Evaluator):
         out.update({f"top{k}_accuracy": self.correct_k[k] / n for k in self.top_k})
         if self.per_class:
             out["mean_class_accuracy"] = float(np.mean([h / t for h, t in self.per_class.values()]))
+        if self.f1:  # 2TP / (2TP + FP + FN); 0 when class 1 is neither predicted nor present
+            denom = 2 * self.tp + self.fp + self.fn
+            out["f1"] = 2 * self.tp / denom if denom else 0.0
+        if self.mcc:
+            out["mcc"] = _matthews(self.confusion)
         return out
+
+
+def _matthews(confusion: Mapping[tuple[int, int], int]) -> float:
+    """Matthews' correlation of a confusion matrix (Gorodkin's K-class form; binary MCC for
+    two classes); 0 when every prediction or every label is one class."""
+    classes = sorted({k for pair in confusion for k in pair})
+    index = {c: i for i, c in enumerate(classes)}
+    m = np.zeros((len(classes), len(classes)), np.float64)
+    for (y, q), n in confusion.items():
+        m[index[y], index[q]] += n
+    s = m.sum()
+    correct = np.trace(m)
+    true, pred = m.sum(1), m.sum(0)
+    cov = correct * s - true @ pred
+    denom = math.sqrt((s * s - pred @ pred) * (s * s - true @ true))
+    return float(cov / denom) if denom else 0.0
 
 
 @register("regression")
@@ -166,10 +256,14 @@ class Regression(Evaluator):
         targets: str = "target",
         mean: float = 0.0,
         std: float = 1.0,
+        spearman: bool = False,
     ):
         if not std > 0:
             raise errors.ConfigError(f"regression evaluator: std={std!r} must be positive")
         self.pred_key, self.target_key, self.mean, self.std = predictions, targets, mean, std
+        self.spearman = bool(spearman)
+        self.reports = ("mae", "spearman") if self.spearman else ("mae",)
+        self.pairs: list[tuple[np.ndarray, np.ndarray]] = []
         self.abs_err, self.n = 0.0, 0
 
     def update(self, outputs, batch) -> None:
@@ -179,9 +273,28 @@ class Regression(Evaluator):
         err = np.abs(pred - target).reshape(len(pred), -1).mean(-1)
         self.abs_err += float(err.sum())
         self.n += len(err)
+        if self.spearman:
+            self.pairs.append((pred.reshape(-1), target.reshape(-1)))
 
     def result(self) -> dict[str, float]:
-        return {"mae": self.abs_err / max(self.n, 1)}
+        out = {"mae": self.abs_err / max(self.n, 1)}
+        if self.spearman:
+            pred = np.concatenate([p for p, _ in self.pairs])
+            target = np.concatenate([t for _, t in self.pairs])
+            r = np.corrcoef(_midranks(pred), _midranks(target))[0, 1] if len(pred) > 1 else 0
+            out["spearman"] = float(r) if np.isfinite(r) else 0.0
+        return out
+
+
+def _midranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks of `x`, ties given the mean of the ranks they span."""
+    order = np.argsort(x, kind="stable")
+    ranks = np.empty(len(x), np.float64)
+    start = 0
+    for end in np.r_[np.flatnonzero(np.diff(x[order])) + 1, len(x)]:
+        ranks[order[start:end]] = (start + end + 1) / 2.0
+        start = end
+    return ranks
 
 
 def average_precision(labels: np.ndarray, scores: np.ndarray) -> float:
@@ -208,6 +321,7 @@ class MultilabelAP(Evaluator):
 
     def __init__(self, *, logits: str = "logits", labels: str = "label"):
         self.logits_key, self.labels_key = logits, labels
+        self.reports = ("ap",)
         self.scores: list[np.ndarray] = []
         self.labels: list[np.ndarray] = []
 
@@ -227,6 +341,47 @@ class MultilabelAP(Evaluator):
         return {"ap": float(np.mean(aps)) if aps else float("nan")}
 
 
+def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """Area under the ROC curve of binary `labels` ranked by `scores`: the probability that a
+    positive outscores a negative, ties counting one half (the Mann-Whitney statistic, as
+    scikit-learn's `roc_auc_score`). NaN without both classes."""
+    labels = np.asarray(labels, bool)
+    scores = np.asarray(scores, np.float64)
+    pos, neg = int(labels.sum()), int((~labels).sum())
+    if not pos or not neg:
+        return float("nan")
+    ranks = _midranks(scores)
+    return float((ranks[labels].sum() - pos * (pos + 1) / 2.0) / (pos * neg))
+
+
+@register("rocauc")
+class RocAuc(Evaluator):
+    """`outputs[logits]` [B, T] (or [B]) against `batch[labels]` [B, T] in {0, 1, NaN}."""
+
+    def __init__(self, *, logits: str = "logits", labels: str = "label"):
+        self.logits_key, self.labels_key = logits, labels
+        self.reports = ("rocauc",)
+        self.scores: list[np.ndarray] = []
+        self.labels: list[np.ndarray] = []
+
+    def update(self, outputs, batch) -> None:
+        keep = _valid(batch)
+        scores = np.asarray(outputs[self.logits_key], np.float64)[keep]
+        labels = np.asarray(batch[self.labels_key], np.float64)[keep]
+        self.scores.append(scores.reshape(len(scores), -1))
+        self.labels.append(labels.reshape(len(labels), -1))
+
+    def result(self) -> dict[str, float]:
+        scores, labels = np.concatenate(self.scores), np.concatenate(self.labels)
+        aucs = []
+        for t in range(labels.shape[1]):
+            known = ~np.isnan(labels[:, t])
+            y = labels[known, t] > 0.5
+            if y.any() and (~y).any():  # OGB: tasks with both classes only
+                aucs.append(roc_auc(y, scores[known, t]))
+        return {"rocauc": float(np.mean(aucs)) if aucs else float("nan")}
+
+
 @register("segmentation")
 class Segmentation(Evaluator):
     """Per-point `outputs[logits]` [B, N, P] against `batch[labels]` [B, N] (global part ids),
@@ -244,6 +399,7 @@ class Segmentation(Evaluator):
     ):
         self.parts = [np.asarray(p, np.int64) for p in parts_per_category]
         self.keys = (logits, labels, category, point_mask)
+        self.reports = ("instance_miou", "class_miou")
         self.by_category: dict[int, list[float]] = {}
 
     def update(self, outputs, batch) -> None:
@@ -287,6 +443,9 @@ class LanguageModel(Evaluator):
                 f"language_model evaluator: unit={unit!r}; known: token, byte, dim"
             )
         self.nll_key, self.mask_key, self.unit = nll, mask, unit
+        self.reports = ("loss", "perplexity") + {"token": (), "byte": ("bpb",), "dim": ("bpd",)}[
+            unit
+        ]
         self.total, self.count = 0.0, 0.0
 
     def update(self, outputs, batch) -> None:

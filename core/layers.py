@@ -22,7 +22,11 @@ import attention
 
 __all__ = [
     "dropout",
+    "split_keys",
     "sinusoidal_positions",
+    "add_sinusoid",
+    "mechanism",
+    "block_stack",
     "Buffer",
     "attention_inputs",
     "Attention",
@@ -61,8 +65,31 @@ def dropout(x, rate: float, key, train: bool):
     return jnp.where(keep, x / (1.0 - rate), 0.0).astype(x.dtype)
 
 
-def _split(key, n: int):
+def split_keys(key, n: int) -> list:
+    """`n` keys from `key`, or `n` Nones when there is none (evaluation)."""
     return [None] * n if key is None else list(jax.random.split(key, n))
+
+
+def mechanism(attention_cfg) -> attention.Mechanism:
+    """The registered mechanism a config's attention section names, its hyper-parameters bound."""
+    hparams = dict(attention_cfg.to_dict() if hasattr(attention_cfg, "to_dict") else attention_cfg)
+    if "name" not in hparams:
+        raise ValueError(f"attention_cfg needs a `name`; got keys {sorted(hparams)}")
+    return attention.get(hparams.pop("name"), **hparams)
+
+
+def block_stack(make_block, num_layers: int) -> nnx.List:
+    """`make_block(layer_index)` for every layer: the body of every encoder backbone."""
+    return nnx.List([make_block(i) for i in range(num_layers)])
+
+
+def add_sinusoid(x, max_len: int):
+    """`x [B, N, D]` plus the first N rows of the fixed encoding of an encoder built for
+    `max_len` tokens (a compile-time constant, not a parameter)."""
+    n = x.shape[1]
+    if n > max_len:
+        raise ValueError(f"sequence length {n} exceeds the encoder's max_len {max_len}")
+    return x + sinusoidal_positions(max_len, x.shape[-1])[:n].astype(x.dtype)
 
 
 @functools.lru_cache(maxsize=16)
@@ -175,7 +202,7 @@ class MlpBlock(nnx.Module):
         self.rate = dropout_rate
 
     def __call__(self, x, *, train: bool, key=None):
-        k1, k2 = _split(key, 2)
+        k1, k2 = split_keys(key, 2)
         x = dropout(jax.nn.gelu(self.fc1(x)), self.rate, k1, train)
         return dropout(self.fc2(x), self.rate, k2, train)
 
@@ -215,7 +242,7 @@ class EncoderBlock(nnx.Module):
         self.rate = dropout_rate
 
     def __call__(self, x, *, mask=None, train: bool = False, key=None, **inputs):
-        k_attn, k_drop, k_mlp = _split(key, 3)
+        k_attn, k_drop, k_mlp = split_keys(key, 3)
         h = self.attn(self.ln1(x), mask=mask, train=train, key=k_attn, **inputs)
         x = x + dropout(h, self.rate, k_drop, train)
         return x + self.mlp(self.ln2(x), train=train, key=k_mlp)
@@ -245,10 +272,7 @@ class TransformerEncoder(nnx.Module):
         dtype=jnp.float32,
         rngs: nnx.Rngs,
     ):
-        hparams = dict(
-            attention_cfg.to_dict() if hasattr(attention_cfg, "to_dict") else attention_cfg
-        )
-        mechanism = attention.get(hparams.pop("name"), **hparams)
+        mech = mechanism(attention_cfg)
         if positions not in ("sinusoidal", "learned", "none"):
             raise ValueError(f"unknown positions {positions!r}; known: sinusoidal, learned, none")
         self.positions = positions
@@ -256,23 +280,21 @@ class TransformerEncoder(nnx.Module):
             self.pos_embedding = nnx.Param(
                 nnx.initializers.normal(0.02)(rngs.params(), (max_len, dim))
             )
-        self.blocks = nnx.List(
-            [
-                EncoderBlock(
-                    dim,
-                    num_heads,
-                    qkv_dim,
-                    mlp_dim,
-                    dropout_rate,
-                    mechanism,
-                    max_len=max_len,
-                    dtype=dtype,
-                    rngs=rngs,
-                    layer_index=i,
-                    num_layers=num_layers,
-                )
-                for i in range(num_layers)
-            ]
+        self.blocks = block_stack(
+            lambda i: EncoderBlock(
+                dim,
+                num_heads,
+                qkv_dim,
+                mlp_dim,
+                dropout_rate,
+                mech,
+                max_len=max_len,
+                dtype=dtype,
+                rngs=rngs,
+                layer_index=i,
+                num_layers=num_layers,
+            ),
+            num_layers,
         )
         self.norm = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
         self.rate = dropout_rate
@@ -283,9 +305,9 @@ class TransformerEncoder(nnx.Module):
         n = x.shape[1]
         if n > self.max_len:
             raise ValueError(f"sequence length {n} exceeds the encoder's max_len {self.max_len}")
-        keys = _split(key, len(self.blocks) + 1)
-        if self.positions == "sinusoidal":  # a compile-time constant, not a parameter
-            x = x + sinusoidal_positions(self.max_len, x.shape[-1])[:n].astype(x.dtype)
+        keys = split_keys(key, len(self.blocks) + 1)
+        if self.positions == "sinusoidal":
+            x = add_sinusoid(x, self.max_len)
         elif self.positions == "learned":
             x = x + self.pos_embedding[...][:n]
         x = dropout(x, self.rate, keys[0], train)

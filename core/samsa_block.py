@@ -14,7 +14,6 @@ Randomness is explicit, as in `core.layers`: modules take `train` and `key` in `
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 from flax import nnx
 
@@ -32,10 +31,6 @@ def drop_path(x, rate: float, key, train: bool):
         return x
     keep = layers.dropout(jnp.ones((x.shape[0],) + (1,) * (x.ndim - 1), x.dtype), rate, key, train)
     return x * keep
-
-
-def _keys(key, n: int):
-    return [None] * n if key is None else list(jax.random.split(key, n))
 
 
 class SAMSABlock(nnx.Module):
@@ -78,7 +73,7 @@ class SAMSABlock(nnx.Module):
 
     def __call__(self, x, *, residual_scale, mask=None, train: bool = False, key=None):
         """x: `[B, N, dim]`, residual_scale: scalar, mask: key padding `[B, N]` -> `[B, N, dim]`."""
-        k_attn, k_path1, k_mlp, k_path2 = _keys(key, 4)
+        k_attn, k_path1, k_mlp, k_path2 = layers.split_keys(key, 4)
         h = self.attn(self.norm1(x), x=x, mask=mask, train=train, key=k_attn)
         x = x + residual_scale * drop_path(h, self.drop_path, k_path1, train)
         h = self.mlp(self.norm2(x), train=train, key=k_mlp)
@@ -121,32 +116,25 @@ class SAMSAEncoder(nnx.Module):
             raise ValueError("SAMSAEncoder: positions=True needs max_len")
         self.positions = positions
         self.max_len = max_len
-        hparams = dict(
-            attention_cfg.to_dict() if hasattr(attention_cfg, "to_dict") else attention_cfg
-        )
-        if "name" not in hparams:
-            raise ValueError(f"attention_cfg needs a `name`; got keys {sorted(hparams)}")
-        mechanism = attention.get(hparams.pop("name"), **hparams)
+        mechanism = layers.mechanism(attention_cfg)
         # One scalar for every layer and both branches (paper §4.4: shared across all layers).
         self.residual_scale = nnx.Param(jnp.zeros((), jnp.float32))
-        self.blocks = nnx.List(
-            [
-                SAMSABlock(
-                    dim,
-                    num_heads,
-                    mlp_dim,
-                    mechanism,
-                    qkv_dim=qkv_dim,
-                    drop_path=drop_path,
-                    dropout_rate=dropout_rate,
-                    max_len=max_len,
-                    layer_index=i,
-                    num_layers=num_layers,
-                    dtype=dtype,
-                    rngs=rngs,
-                )
-                for i in range(num_layers)
-            ]
+        self.blocks = layers.block_stack(
+            lambda i: SAMSABlock(
+                dim,
+                num_heads,
+                mlp_dim,
+                mechanism,
+                qkv_dim=qkv_dim,
+                drop_path=drop_path,
+                dropout_rate=dropout_rate,
+                max_len=max_len,
+                layer_index=i,
+                num_layers=num_layers,
+                dtype=dtype,
+                rngs=rngs,
+            ),
+            num_layers,
         )
         self.norm = nnx.RMSNorm(dim, dtype=dtype, rngs=rngs)
 
@@ -156,13 +144,8 @@ class SAMSAEncoder(nnx.Module):
         `key` is needed when `train` (SAMSA's Gumbel noise, dropout, drop-path).
         """
         if self.positions:
-            n = x.shape[1]
-            if n > self.max_len:
-                raise ValueError(
-                    f"sequence length {n} exceeds the encoder's max_len {self.max_len}"
-                )
-            x = x + layers.sinusoidal_positions(self.max_len, x.shape[-1])[:n].astype(x.dtype)
+            x = layers.add_sinusoid(x, self.max_len)
         alpha = self.residual_scale[...].astype(x.dtype)
-        for block, k in zip(self.blocks, _keys(key, len(self.blocks)), strict=True):
+        for block, k in zip(self.blocks, layers.split_keys(key, len(self.blocks)), strict=True):
             x = block(x, residual_scale=alpha, mask=mask, train=train, key=k)
         return self.norm(x)

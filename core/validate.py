@@ -8,7 +8,7 @@ section: the mechanism's own hyper-parameter rules (`attention.check`), its leng
 ones against the tokens the task feeds it, and pooling against a mechanism that builds a CLS
 token into its graph. A task may add its own (`task.check_config(config) -> list[str]`), say
 how many tokens its attention sees (`task.attention_length(config)`) and name its validation
-metrics (`task.metric_names`, for `config.best_metric`).
+metrics (`config.evals` reports them, else `task.metric_names`; for `config.best_metric`).
 """
 
 from __future__ import annotations
@@ -150,13 +150,15 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
         for problem in attention.check(att.name, hparams, num_tokens=n):
             out.append(f"config.attention ({problem})")
     evals = c.get("evals")
+    names = getattr(task, "metric_names", None)
     if evals:
         try:
             for split in evaluators.SPLITS:
                 evaluators.build(evals, split)
+            names = evaluators.names_reported(evals, "val")
         except errors.UserError as e:
             out.append(str(e))
-    names = None if evals else getattr(task, "metric_names", None)
+            names = None
     if names is not None and c.get("best_metric") not in names:
         out.append(
             f"config.best_metric={c.get('best_metric')!r}: not a validation metric of "

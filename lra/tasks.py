@@ -94,6 +94,10 @@ class ListOps:
         logits = model(batch["tokens"], train=train, key=key)
         return tasks.classification_loss(logits, batch["label"], batch["weight"])
 
+    def eval_outputs(self, model, batch):
+        """Per-example logits for `config.evals` (the classification evaluator)."""
+        return {"logits": model(batch["tokens"], train=False, key=None)}
+
 
 class _ModuleTask:
     """A task whose data module follows the LRA data-module API (`NUM_CLASSES`, `VOCAB_SIZE`,
@@ -136,6 +140,10 @@ class _ModuleTask:
     def loss_and_metrics(self, model, batch, *, train: bool, key):
         logits = model(batch["tokens"], train=train, key=key)
         return tasks.classification_loss(logits, batch["label"], batch["weight"])
+
+    def eval_outputs(self, model, batch):
+        """Per-example logits for `config.evals` (the classification evaluator)."""
+        return {"logits": model(batch["tokens"], train=False, key=None)}
 
 
 @tasks.register("lra.text")
@@ -185,3 +193,6 @@ class Retrieval(_ModuleTask):
     def loss_and_metrics(self, model, batch, *, train: bool, key):
         logits = model(batch["tokens1"], batch["tokens2"], train=train, key=key)
         return tasks.classification_loss(logits, batch["label"], batch["weight"])
+
+    def eval_outputs(self, model, batch):
+        return {"logits": model(batch["tokens1"], batch["tokens2"], train=False, key=None)}

@@ -70,6 +70,8 @@ def new(task: str, data: ml_collections.ConfigDict, preset: str) -> ml_collectio
     c.preset = preset
     c.data = data
     c.model = model_config()
+    # Accuracy and cross-entropy on val and test (core/evaluators.py), as LRA reports them.
+    c.evals.classification = ml_collections.ConfigDict({"type": "classification"})
     return c
 
 

@@ -145,12 +145,24 @@ def test_every_metric_name_is_one_the_tables_can_read():
     w = {"weight": np.ones(4)}
     results = [
         _feed(
-            evaluators.get("classification", top_k=(5,)),
+            evaluators.get("classification", top_k=(5,), f1=True, mcc=True),
             {"logits": rng.normal(size=(4, 6))},
             {"label": np.arange(4), **w},
         ),
         _feed(
-            evaluators.get("regression"), {"prediction": np.ones(4)}, {"target": np.ones(4), **w}
+            evaluators.get("regression", spearman=True),
+            {"prediction": np.arange(4.0)},
+            {"target": np.ones(4), **w},
+        ),
+        _feed(
+            evaluators.build({"e": {"type": "regression", "suffix": "_ensemble"}}, "val")[0],
+            {"prediction": np.ones(4)},
+            {"target": np.ones(4), **w},
+        ),
+        _feed(
+            evaluators.get("rocauc"),
+            {"logits": rng.normal(size=(4, 2))},
+            {"label": np.array([[0, 1], [1, 0], [1, 1], [0, 0]]), **w},
         ),
         _feed(
             evaluators.get("multilabel_ap"),
@@ -174,5 +186,117 @@ def test_every_metric_name_is_one_the_tables_can_read():
         {"label": np.zeros((4, 3), int), "category": np.zeros(4, int), **w},
     )
     results.append(seg.result())
+    # SSA's self-ensembles: the language-model evaluator again, its names suffixed.
+    for unit in ("token", "byte"):
+        spec = {"ens": {"type": "language_model", "unit": unit, "suffix": "_ensemble"}}
+        (ev,) = evaluators.build(spec, "test")
+        results.append(_feed(ev, {"nll": np.ones((4, 3)), "mask": np.ones((4, 3))}, w))
     names = {k for r in results for k in r}
-    assert names == set(evaluators.METRICS) and paper_tables.METRICS == evaluators.METRICS
+    assert names - {"loss_ensemble"} == set(evaluators.METRICS)
+    assert paper_tables.METRICS == evaluators.METRICS
+
+
+def test_reports_names_what_result_holds():
+    rng = np.random.default_rng(5)
+    w = {"weight": np.ones(6)}
+    evals = {
+        "cls": {"type": "classification", "top_k": (2,), "f1": True, "splits": ("val",)},
+        "lm": {"type": "language_model", "unit": "byte", "suffix": "_x"},
+    }
+    (cls, lm) = evaluators.build(evals, "val")
+    got = _feed(cls, {"logits": rng.normal(size=(6, 3))}, {"label": np.arange(6) % 3, **w})
+    assert set(got) == set(cls.reports)
+    got = _feed(lm, {"nll": np.ones((6, 2)), "mask": np.ones((6, 2))}, w)
+    assert set(got) == set(lm.reports) == {"loss_x", "perplexity_x", "bpb_x"}
+    assert evaluators.names_reported(evals, "test") == ["bpb_x", "loss_x", "perplexity_x"]
+
+
+def test_binary_f1_matches_sklearn():
+    rng = np.random.default_rng(6)
+    logits = rng.normal(size=(40, 2))
+    labels = rng.integers(0, 2, 40)
+    got = _feed(
+        evaluators.get("classification", f1=True),
+        {"logits": logits},
+        {
+            "label": labels,
+            "weight": np.ones(40),
+        },
+    )
+    want = skm.f1_score(labels, logits.argmax(-1))
+    assert got["f1"] == pytest.approx(want, abs=1e-12) and 0 < want < 1
+    none = _feed(
+        evaluators.get("classification", f1=True),
+        {"logits": np.tile([[1.0, 0.0]], (3, 1))},
+        {
+            "label": np.zeros(3, int),
+            "weight": np.ones(3),
+        },
+    )
+    assert none["f1"] == 0.0  # class 1 neither predicted nor present: sklearn's zero_division
+
+
+@pytest.mark.parametrize("classes", [2, 4])
+def test_mcc_matches_sklearn(classes):
+    rng = np.random.default_rng(7 + classes)
+    labels = rng.integers(0, classes, 60)
+    logits = rng.normal(size=(60, classes)) + np.eye(classes)[labels]  # better than chance
+    got = _feed(
+        evaluators.get("classification", mcc=True),
+        {"logits": logits},
+        {
+            "label": labels,
+            "weight": np.ones(60),
+        },
+    )
+    want = skm.matthews_corrcoef(labels, logits.argmax(-1))
+    assert got["mcc"] == pytest.approx(want, abs=1e-12) and want != 0
+    constant = _feed(
+        evaluators.get("classification", mcc=True),
+        {"logits": np.tile([[1.0, 0.0]], (5, 1))},
+        {
+            "label": np.array([0, 1, 0, 1, 1]),
+            "weight": np.ones(5),
+        },
+    )
+    assert constant["mcc"] == 0.0  # one predicted class: sklearn's 0, not NaN
+
+
+def test_rocauc_matches_sklearn_per_task_with_ties_and_missing_labels():
+    rng = np.random.default_rng(9)
+    scores = np.round(rng.normal(size=(80, 3)), 1)  # rounding makes ties
+    labels = rng.integers(0, 2, (80, 3)).astype(np.float64)
+    labels[rng.random((80, 3)) < 0.2] = np.nan
+    labels[:, 2] = 0.0  # one class only: skipped, as OGB does
+    got = _feed(
+        evaluators.get("rocauc"), {"logits": scores}, {"label": labels, "weight": np.ones(80)}
+    )
+    want = []
+    for t in range(2):
+        known = ~np.isnan(labels[:, t])
+        want.append(skm.roc_auc_score(labels[known, t], scores[known, t]))
+    assert got["rocauc"] == pytest.approx(np.mean(want), abs=1e-12)
+
+
+def test_spearman_matches_a_rank_correlation_by_hand():
+    rng = np.random.default_rng(10)
+    pred = np.round(rng.normal(size=50), 1)
+    target = pred + rng.normal(size=50)
+    target[:10] = 0.5  # ties in the targets
+    got = _feed(
+        evaluators.get("regression", spearman=True, mean=2.0, std=3.0),
+        {"prediction": pred},
+        {
+            "target": target,
+            "weight": np.ones(50),
+        },
+    )
+
+    def ranks(x):  # average rank of each value: an independent, quadratic computation
+        return np.array([(x < v).sum() + ((x == v).sum() + 1) / 2 for v in x])
+
+    rp, rt = ranks(pred), ranks(target)
+    want = ((rp - rp.mean()) * (rt - rt.mean())).sum() / np.sqrt(
+        ((rp - rp.mean()) ** 2).sum() * ((rt - rt.mean()) ** 2).sum()
+    )
+    assert got["spearman"] == pytest.approx(want, abs=1e-12) and 0.3 < want < 1
