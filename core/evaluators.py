@@ -315,30 +315,43 @@ def average_precision(labels: np.ndarray, scores: np.ndarray) -> float:
     return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
 
 
-@register("multilabel_ap")
-class MultilabelAP(Evaluator):
-    """`outputs[logits]` [B, T] against `batch[labels]` [B, T] in {0, 1, NaN}."""
+class _PerTaskBinary(Evaluator):
+    """`outputs[logits]` [B, T] (or [B]) against `batch[labels]` [B, T] in {0, 1, NaN}: a
+    binary score per task, averaged over the tasks with both labels (NaN labels ignored), as
+    OGB computes AP and ROC-AUC."""
+
+    metric = ""  # subclasses set it and `score(labels, scores) -> float`
 
     def __init__(self, *, logits: str = "logits", labels: str = "label"):
         self.logits_key, self.labels_key = logits, labels
-        self.reports = ("ap",)
+        self.reports = (self.metric,)
         self.scores: list[np.ndarray] = []
         self.labels: list[np.ndarray] = []
 
     def update(self, outputs, batch) -> None:
         keep = _valid(batch)
-        self.scores.append(np.asarray(outputs[self.logits_key], np.float64)[keep])
-        self.labels.append(np.asarray(batch[self.labels_key], np.float64)[keep])
+        scores = np.asarray(outputs[self.logits_key], np.float64)[keep]
+        labels = np.asarray(batch[self.labels_key], np.float64)[keep]
+        self.scores.append(scores.reshape(len(scores), -1))
+        self.labels.append(labels.reshape(len(labels), -1))
 
     def result(self) -> dict[str, float]:
         scores, labels = np.concatenate(self.scores), np.concatenate(self.labels)
-        aps = []
+        values = []
         for t in range(labels.shape[1]):
             known = ~np.isnan(labels[:, t])
             y = labels[known, t] > 0.5
             if y.any() and (~y).any():  # OGB: tasks with both classes only
-                aps.append(average_precision(y, scores[known, t]))
-        return {"ap": float(np.mean(aps)) if aps else float("nan")}
+                values.append(self.score(y, scores[known, t]))
+        return {self.metric: float(np.mean(values)) if values else float("nan")}
+
+
+@register("multilabel_ap")
+class MultilabelAP(_PerTaskBinary):
+    """Average precision per task (LRGB Peptides-func)."""
+
+    metric = "ap"
+    score = staticmethod(average_precision)
 
 
 def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
@@ -355,31 +368,11 @@ def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
 
 
 @register("rocauc")
-class RocAuc(Evaluator):
-    """`outputs[logits]` [B, T] (or [B]) against `batch[labels]` [B, T] in {0, 1, NaN}."""
+class RocAuc(_PerTaskBinary):
+    """ROC-AUC per task (ogbg-molhiv)."""
 
-    def __init__(self, *, logits: str = "logits", labels: str = "label"):
-        self.logits_key, self.labels_key = logits, labels
-        self.reports = ("rocauc",)
-        self.scores: list[np.ndarray] = []
-        self.labels: list[np.ndarray] = []
-
-    def update(self, outputs, batch) -> None:
-        keep = _valid(batch)
-        scores = np.asarray(outputs[self.logits_key], np.float64)[keep]
-        labels = np.asarray(batch[self.labels_key], np.float64)[keep]
-        self.scores.append(scores.reshape(len(scores), -1))
-        self.labels.append(labels.reshape(len(labels), -1))
-
-    def result(self) -> dict[str, float]:
-        scores, labels = np.concatenate(self.scores), np.concatenate(self.labels)
-        aucs = []
-        for t in range(labels.shape[1]):
-            known = ~np.isnan(labels[:, t])
-            y = labels[known, t] > 0.5
-            if y.any() and (~y).any():  # OGB: tasks with both classes only
-                aucs.append(roc_auc(y, scores[known, t]))
-        return {"rocauc": float(np.mean(aucs)) if aucs else float("nan")}
+    metric = "rocauc"
+    score = staticmethod(roc_auc)
 
 
 @register("segmentation")
