@@ -1,19 +1,21 @@
-# Two commands on a fresh machine (Python 3.11 with venv):
+# Two commands on a fresh machine (Python 3.12 or newer, found by tools/find-python):
 #   make demo   creates .venv, installs attnbench, trains LRA ListOps (cpu preset, generated data)
 #   make test   creates .venv, installs attnbench with test extras, runs ruff and the test suite
-PYTHON ?= python3.11
+# Installs take the exact versions in constraints.txt; EXTRAS=cuda (or tpu) adds the accelerator
+# plugin. An existing .venv on an older Python is rebuilt.
+PYTHON ?= $(shell tools/find-python 2>/dev/null)
 VENV ?= .venv
 BIN := $(VENV)/bin
+EXTRAS ?= test
 WORKDIR ?= runs/listops-cpu
 
-.PHONY: demo test test-slow lint venv clean
+.PHONY: demo test test-slow test-gpu gpu-check lint venv clean
 
-$(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test]'
+$(VENV)/.installed: pyproject.toml constraints.txt
+	@if [ -z "$(PYTHON)" ]; then tools/find-python; exit 1; fi
+	@if ! $(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then \
+	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet --upgrade pip; fi
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[$(EXTRAS)]'
 	touch $@
 
 venv: $(VENV)/.installed
