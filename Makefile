@@ -8,17 +8,19 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXTRAS ?= test
 WORKDIR ?= runs/listops-cpu
+comma := ,
+STAMP = $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: demo test test-slow test-gpu gpu-check lint venv clean
+.PHONY: demo test test-slow test-gpu gpu-check gpu-venv lint venv clean
 
-$(VENV)/.installed: pyproject.toml constraints.txt
+$(VENV)/.installed-%: pyproject.toml constraints.txt
 	@if [ -z "$(PYTHON)" ]; then tools/find-python; exit 1; fi
 	@if ! $(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then \
 	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet --upgrade pip; fi
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[$(EXTRAS)]'
 	touch $@
 
-venv: $(VENV)/.installed
+venv: $(STAMP)
 
 demo: venv
 	$(BIN)/python -m scripts.train --config configs/lra/listops.py:preset=cpu --workdir $(WORKDIR)
@@ -34,6 +36,23 @@ test: lint
 
 test-slow: venv
 	$(BIN)/python -m pytest -q -n 2 --durations=15 -m slow
+
+# On a GPU machine. GPU_PYTHON: an interpreter with CUDA jax and attnbench's dependencies; by
+# default .venv, given the cuda extra (GPU_EXTRAS) on first use. `make test-gpu` runs the fast
+# suite on the GPU plus the tests marked `gpu` (fused kernels at bf16; skipped on a CPU);
+# `make gpu-check` then measures every accelerator target into results/bench/gpu/.
+GPU_EXTRAS ?= test,cuda
+GPU_PYTHON ?= $(BIN)/python
+
+gpu-venv:
+	$(if $(filter $(BIN)/python,$(GPU_PYTHON)),$(MAKE) venv EXTRAS=$(GPU_EXTRAS))
+
+test-gpu: gpu-venv
+	$(GPU_PYTHON) -c 'import jax, sys; b = jax.default_backend(); sys.exit(0 if b == "gpu" else f"error: make test-gpu needs a GPU; jax sees {b!r}")'
+	$(GPU_PYTHON) -m pytest -q --durations=15 -m "not slow" -p no:cacheprovider
+
+gpu-check: test-gpu
+	$(GPU_PYTHON) -m scripts.gpu_check --out results/bench/gpu
 
 clean:
 	rm -rf $(VENV) runs

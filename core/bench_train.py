@@ -148,6 +148,19 @@ def measure(
     return rec
 
 
+def parse_overrides(config: str, items) -> dict:
+    """`["model.dtype=bfloat16", ...]` as `{field: value}`, checked against `config` (a field it
+    lacks or a bad value is a ConfigError naming it)."""
+    overrides = {}
+    for item in items:
+        field, sep, value = item.partition("=")
+        if not sep:
+            raise errors.ConfigError(f"--set {item}: expected FIELD=VALUE")
+        overrides[field] = value
+    validate.check(config_lib.override(config_lib.load(config), overrides))
+    return overrides
+
+
 def plan(config: str, mechanisms, lengths) -> list[tuple[str, str, int]]:
     """`(mechanism label, config spec, length)` for every run; loads each config, so an unknown
     mechanism, config argument or length fails here with the config's own error message.
@@ -185,8 +198,10 @@ def run(
     baseline: str = "softmax",
     isolated: bool = True,
     timeout_s: float = 1800,
+    overrides: dict | None = None,
 ) -> dict:
     """One record per (`plan` entry, mode), each in its own process unless `isolated=False`.
+    `overrides`: config fields set on every run (`measure`), e.g. `{"model.dtype": "bfloat16"}`.
     Returns `{"config", "baseline", "records"}` (what `write` renders)."""
     records = []
     total = len(specs) * len(modes)
@@ -200,6 +215,7 @@ def run(
                 steps=steps,
                 warmup=warmup,
                 max_memory_gb=max_memory_gb,
+                overrides=overrides,
             )
             if isolated:
                 rec = isolate.run("core.bench_train:measure", kw, timeout_s=timeout_s)

@@ -19,6 +19,7 @@ __all__ = [
     "versions",
     "git_revision",
     "device_info",
+    "provenance",
 ]
 
 
@@ -133,6 +134,13 @@ def git_revision() -> str:
         return rev + ("-dirty" if dirty.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def provenance(command: str) -> dict:
+    """What every benchmark record carries: device, library versions, git revision, command."""
+    return dict(
+        device=device_info(), versions=versions(), git_revision=git_revision(), command=command
+    )
 
 
 def device_info() -> dict:

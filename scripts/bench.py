@@ -1,14 +1,13 @@
 """Efficiency benchmarks.
 
     python -m scripts.bench attention --mechanisms softmax linear --lengths 1024 4096 16384
-    python -m scripts.bench train --config configs/lra/text.py --mechanisms softmax sliceformer
+    python -m scripts.bench train --config configs/lra/text.py --set model.dtype=bfloat16
     python -m scripts.bench replot results/bench/attention_scaling.json
     python -m scripts.bench pipeline --configs configs/lra/text.py:preset=cpu --compare results/runs
 
-`attention`: time and memory of each mechanism vs sequence length in three modes, each (mechanism,
-length) in its own process (`core.bench_attention`). `train`: the whole model's train / inference
-steps/s and memory per mechanism and length (`core.bench_train`). `pipeline`: each config's input
-pipeline alone against the task's training rate (`core.bench_pipeline`). Writes results/bench/.
+`attention`: time and memory per mechanism vs length, one process each (`core.bench_attention`);
+`train`: whole-model train / inference steps/s and memory (`core.bench_train`); `pipeline`: the
+input pipeline alone vs the task's training rate (`core.bench_pipeline`). Writes results/bench/.
 """
 
 from __future__ import annotations
@@ -57,6 +56,7 @@ def _parser():
     t.add_argument("--warmup", type=int, default=1, help="untimed steps after compilation")
     t.add_argument("--max-memory-gb", type=float, default=16.0)
     t.add_argument("--baseline", default="softmax", help="mechanism the ratios are taken to")
+    t.add_argument("--set", nargs="+", default=[], metavar="FIELD=VALUE", help="model.dtype=...")
     t.add_argument("--out", default="results/bench")
     t.add_argument("--tag", default="train")
     t.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=True)
@@ -77,12 +77,7 @@ def main(argv=None):
     parser = _parser()
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    provenance = dict(
-        device=io.device_info(),
-        versions=io.versions(),
-        git_revision=io.git_revision(),
-        command="python -m scripts.bench " + " ".join(argv),
-    )
+    provenance = io.provenance("python -m scripts.bench " + " ".join(argv))
     if args.command == "replot":
         path = pathlib.Path(args.json)
         tag = path.stem.removeprefix("attention_")
@@ -97,6 +92,7 @@ def main(argv=None):
     elif args.command == "train":
         try:  # loads every config: bad input fails before any run
             specs = bench_train.plan(args.config, args.mechanisms, args.lengths)
+            overrides = bench_train.parse_overrides(args.config, args.set)
         except (ValueError, TypeError, attention.UnknownAttentionError) as e:
             parser.error(str(e))
         result = bench_train.run(
@@ -110,6 +106,7 @@ def main(argv=None):
             baseline=args.baseline,
             isolated=args.isolate,
             timeout_s=args.timeout,
+            overrides=overrides,
         )
         result.update(provenance, wall_time_s=time.perf_counter() - t0)
         bench_train.write(result, args.out, args.tag)

@@ -1,0 +1,197 @@
+"""The accelerator targets, measured in one run (`make gpu-check`, `python -m scripts.gpu_check`).
+
+Each target of the accelerator work is measured side by side in this one process on the GPU
+(bf16, batch 4, 8 heads of 64 for the attention-alone figures) and written to
+`results/bench/gpu/`:
+
+  attention_gpu.{json,md,png}   every mechanism below vs length, forward and forward+backward,
+                                each record naming the kernel that ran (`core.bench_attention`);
+  train_gpu.{json,md,png}       whole training steps of LRA configs (`core.bench_train`);
+  targets.{json,md}             each target, the figures it compares, and whether it holds.
+
+The full-attention baseline is `softmax:implementation=cudnn` (cuDNN's fused kernel through
+`jax.nn.dot_product_attention`); `softmax` is our default (`implementation=auto`).
+Nothing here is asserted in the test suite: the figures are measurements, compared with the
+issue's targets and reported either way.
+"""
+
+from __future__ import annotations
+
+import time
+
+from core import bench_attention, bench_train, io
+
+__all__ = ["MECHANISMS", "LENGTHS", "run", "evaluate", "write"]
+
+CUDNN = "softmax:implementation=cudnn"
+MECHANISMS = [
+    CUDNN,
+    "softmax",
+    "softmax:implementation=xla",
+    "softmax_chunked",
+    "grf",
+    "sliceformer",
+    "linear",
+    "samsa:k=128",
+    "ssa",
+]
+LENGTHS = [1024, 4096, 8192, 16384, 65536]
+LISTOPS_TODAY = 7.27  # steps/s of the ListOps paper recipe, float32, on one H100 (issue 13)
+LISTOPS = "configs/lra/listops.py:preset=paper"
+TEXT = "configs/lra/text.py:preset=paper"
+
+
+def run(*, lengths=LENGTHS, mechanisms=MECHANISMS, repeats: int = 5, train_steps: int = 10) -> dict:
+    """Measures everything the targets need; returns `{"attention", "train", "wall_time_s"}`."""
+    t0 = time.perf_counter()
+    att = bench_attention.run(
+        mechanisms,
+        lengths,
+        batch=4,
+        heads=8,
+        head_dim=64,
+        dtype="bfloat16",
+        modes=["forward", "forward_backward"],
+        repeats=repeats,
+        max_memory_gb=60.0,
+        isolated=False,  # compiled memory is checked before running; no process per record
+    )
+    print(f"attention: {time.perf_counter() - t0:.0f}s", flush=True)
+    runs = [
+        # (label, config, mechanism, length, batch, overrides)
+        ("listops f32", LISTOPS, "softmax", None, 32, {"model.dtype": "float32"}),
+        ("listops bf16", LISTOPS, "softmax", None, 32, {"model.dtype": "bfloat16"}),
+        ("text 4k softmax", TEXT, "softmax", 4096, 32, {"model.dtype": "bfloat16"}),
+        ("text 4k ssa 1/4", TEXT, "ssa", 4096, 32, {"model.dtype": "bfloat16"}),
+    ]
+    records = []
+    for label, config, mech, n, batch, overrides in runs:
+        spec = bench_train.spec_for(config, mech, n)
+        rec = bench_train.measure(
+            spec,
+            batch=batch,
+            mode="train",
+            steps=train_steps,
+            warmup=2,
+            max_memory_gb=70.0,
+            overrides=overrides,
+        )
+        rec["label"] = label
+        records.append(rec)
+        print(
+            f"{label}: {rec.get('steps_per_s')} steps/s, {rec.get('peak_memory_bytes')} B",
+            flush=True,
+        )
+    train = {"config": f"{LISTOPS}; {TEXT}", "baseline": "text 4k softmax", "records": records}
+    return {"attention": att, "train": train, "wall_time_s": time.perf_counter() - t0}
+
+
+def _time(att, label, n, mode):
+    r = bench_attention._find(att["records"], label, n, mode)
+    return None if r is None else r["time_s"]
+
+
+def _ratio(a, b):
+    return None if a is None or b is None else a / b
+
+
+def evaluate(result: dict) -> list[dict]:
+    """Each target as `{"target", "value", "goal", "holds", "detail"}`."""
+    att, tr = result["attention"], {r["label"]: r for r in result["train"]["records"]}
+    out = []
+
+    def add(target, value, goal, holds, detail):
+        out.append(dict(target=target, value=value, goal=goal, holds=holds, detail=detail))
+
+    for n in (1024, 4096, 16384):
+        r = _ratio(
+            _time(att, "softmax", n, "forward_backward"), _time(att, CUDNN, n, "forward_backward")
+        )
+        add(
+            f"softmax (auto) fwd+bwd at {n} within 1.2x of cuDNN",
+            r,
+            "<= 1.2",
+            r is not None and r <= 1.2,
+            "time ratio softmax / cudnn",
+        )
+    t64 = _time(att, "softmax", 65536, "forward_backward")
+    add("softmax (auto) runs at 65536", t64, "runs", t64 is not None, "fwd+bwd seconds")
+    for n, goal in ((16384, 2.0), (65536, 5.0)):
+        r = _ratio(
+            _time(att, CUDNN, n, "forward_backward"), _time(att, "grf", n, "forward_backward")
+        )
+        add(
+            f"grf fwd+bwd at {n} >= {goal}x faster than cuDNN",
+            r,
+            f">= {goal}",
+            r is not None and r >= goal,
+            "speed-up cudnn / grf",
+        )
+    for n in (8192, 16384):
+        r = _ratio(_time(att, CUDNN, n, "forward"), _time(att, "sliceformer", n, "forward"))
+        add(
+            f"sliceformer forward at {n} faster than cuDNN",
+            r,
+            "> 1",
+            r is not None and r > 1,
+            "speed-up cudnn / sliceformer",
+        )
+    bf, f32 = tr["listops bf16"].get("steps_per_s"), tr["listops f32"].get("steps_per_s")
+    add(
+        "ListOps paper recipe >= 5x 7.27 steps/s",
+        bf,
+        f">= {5 * LISTOPS_TODAY:.2f}",
+        bf is not None and bf >= 5 * LISTOPS_TODAY,
+        f"bf16; float32 today's path {f32}",
+    )
+    mem = tr["text 4k softmax"].get("peak_memory_bytes")
+    gib = None if mem is None else mem / 2**30
+    add(
+        "LRA Text at 4096, batch 32, softmax trains within 16 GiB",
+        gib,
+        "<= 16",
+        gib is not None and gib <= 16 and tr["text 4k softmax"].get("steps_per_s") is not None,
+        "compiled peak GiB of the train step",
+    )
+    r = _ratio(tr["text 4k ssa 1/4"].get("steps_per_s"), tr["text 4k softmax"].get("steps_per_s"))
+    add(
+        "SSA keep 1/4 train step at 4096 >= 2x dense (fused)",
+        r,
+        ">= 2",
+        r is not None and r >= 2,
+        "steps/s ratio ssa / softmax (auto)",
+    )
+    return out
+
+
+def write(result: dict, out: str) -> list[dict]:
+    bench_attention.write(result["attention"], out, "gpu")
+    bench_train.write(result["train"], out, "gpu")
+    targets = evaluate(result)
+    io.write_json(
+        f"{out}/targets.json",
+        {"targets": targets}
+        | {
+            k: result["attention"].get(k) for k in ("device", "versions", "git_revision", "command")
+        },
+    )
+    dev = result["attention"].get("device", {})
+    lines = [
+        "<!-- generated by scripts/gpu_check.py; do not edit -->",
+        f"# Accelerator targets ({dev.get('kind')}, {dev.get('count')} device(s))",
+        "",
+        f"Command: `{result['attention'].get('command')}`; git "
+        f"{str(result['attention'].get('git_revision'))[:12]}; one run, figures side by side.",
+        "",
+        "| target | measured | goal | holds | what |",
+        "|---|---|---|---|---|",
+    ]
+    for t in targets:
+        v = t["value"]
+        shown = "not measured" if v is None else f"{v:.3g}"
+        lines.append(
+            f"| {t['target']} | {shown} | {t['goal']} | "
+            f"{'yes' if t['holds'] else '**no**'} | {t['detail']} |"
+        )
+    io.write_text(f"{out}/targets.md", "\n".join(lines) + "\n")
+    return targets
