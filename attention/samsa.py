@@ -38,7 +38,7 @@ import numbers
 import jax
 import jax.numpy as jnp
 
-from attention import cost, masks, registry, softmax
+from attention import cost, kernels, masks, registry, softmax
 
 __all__ = ["init", "apply", "flops", "importance_scores", "mixture_weights", "sample"]
 
@@ -236,6 +236,7 @@ def apply(
     noise_at_eval: bool = False,
     grad_cap: bool = True,
     dropout_rate: float = 0.0,
+    implementation: str = "auto",
 ):
     """SAMSA attention. q/k/v are positional-only, since `k` is the sample-size hyper-parameter.
 
@@ -259,12 +260,16 @@ def apply(
       grad_cap: cap the sigmoid's derivative at 0.25 per head (the code; see `mixture_weights`).
       dropout_rate: dropout on the attention probabilities during training (the code's
         attention-map dropout).
+      implementation: the kernel of the attention over the k sampled pairs, "auto" | "xla" |
+        "cudnn" | "pallas" (`attention.kernels`). "xla" computes it in float32 at least; a
+        fused kernel takes q and the sampled pairs in the input dtype (e.g. bfloat16).
 
     Returns:
       `[B, N, H, Dv]` in the dtype of `values`; computed in float32 at least.
     """
     softmax.check_qkv(q, keys, values)
     _check_k(k)
+    kernels.check_implementation(implementation)
     if mode not in _MODES:
         raise ValueError(f"samsa: unknown mode {mode!r}; known: {', '.join(_MODES)}")
     if not temperature > 0:
@@ -337,18 +342,44 @@ def apply(
         grad_cap=grad_cap,
     )
 
-    logits = jnp.einsum("bnhd,bhkd->bhnk", q.astype(acc), k_s) * dk**-0.5
+    slot = None
     if valid is not None:
         # Only without support can a top-k slot hold padding (fewer real tokens than k).
         slot = jnp.take_along_axis(valid, top, axis=-1)[:, :, None, :]  # [B, H, 1, k]
+        # A sequence without real tokens gives zeros, as a fully masked row does elsewhere.
+        real = valid[..., :m].any(axis=-1)[:, :, None, None]
+    dropout = train and dropout_rate > 0.0
+    low = jnp.result_type(q.dtype, values.dtype)
+    spec = lambda d: jax.ShapeDtypeStruct((b, k, h, d), low)
+    kernel = kernels.select(
+        implementation,
+        jax.ShapeDtypeStruct(q.shape, low),
+        spec(dk),
+        spec(v_s.shape[-1]),
+        mask=None if slot is None else jax.ShapeDtypeStruct(slot.shape, bool),
+        dropout=dropout,
+        site="samsa",
+    )
+    if kernel != "xla":
+        to_bmhd = lambda x: x.transpose(0, 2, 1, 3).astype(low)
+        out = kernels.run(
+            kernel,
+            q.astype(low),
+            to_bmhd(k_s),
+            to_bmhd(v_s),
+            mask=None if slot is None else slot & real,
+            scale=dk**-0.5,
+        )
+        return out.astype(values.dtype)
+
+    logits = jnp.einsum("bnhd,bhkd->bhnk", q.astype(acc), k_s) * dk**-0.5
+    if valid is not None:
         logits = jnp.where(slot, logits, jnp.finfo(acc).min)
     probs = jax.nn.softmax(logits, axis=-1)
     if valid is not None:
         probs = jnp.where(slot, probs, 0.0)
-        # A sequence without real tokens gives zeros, as a fully masked row does elsewhere.
-        real = valid[..., :m].any(axis=-1)[:, :, None, None]
         probs = jnp.where(real, probs, 0.0)
-    if train and dropout_rate > 0.0:
+    if dropout:
         keep = jax.random.bernoulli(jax.random.fold_in(key, 1), 1.0 - dropout_rate, probs.shape)
         probs = jnp.where(keep, probs / (1.0 - dropout_rate), 0.0)
     return jnp.einsum("bhnk,bhkd->bnhd", probs, v_s).astype(values.dtype)
@@ -361,6 +392,7 @@ def _check(h, num_tokens) -> None:
         raise ValueError(f"samsa: unknown mode {h['mode']!r}; known: {', '.join(_MODES)}")
     if not h["temperature"] > 0:
         raise ValueError(f"samsa: temperature must be positive, got {h['temperature']!r}")
+    kernels.check_implementation(h["implementation"])
     if num_tokens is not None and h["k"] > num_tokens:
         raise ValueError(
             f"samsa: k={h['k']} (tokens sampled per head) exceeds the {num_tokens} tokens of a "
@@ -404,6 +436,7 @@ registry.register(
         "noise_at_eval": False,
         "grad_cap": True,
         "dropout_rate": 0.0,
+        "implementation": "auto",
     },
     doc="SAMSA: each head attends to k tokens sampled by a learned score (differentiable top-k)",
     inputs=("x",),

@@ -4,26 +4,18 @@
 
 Masked pairs get probability zero; a query whose every key is masked returns zeros (not NaN, not
 the uniform average a large-negative fill would give).
+
+The hyper-parameter `implementation` ("auto" | "xla" | "cudnn" | "pallas") picks the kernel
+(`attention.kernels`): "auto" takes the backend's fused kernel when it can take the inputs
+(cuDNN on GPU, Pallas flash attention on TPU) and the exact XLA path otherwise (always on CPU).
 """
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
-
-from attention import cost, masks, registry
+from attention import cost, kernels, registry
+from attention.kernels import check_qkv
 
 __all__ = ["apply", "check_qkv", "flops"]
-
-
-def check_qkv(q, k, v) -> None:
-    """Raises ValueError (naming the shapes) unless q/k/v follow the [B, N|M, H, D] layout."""
-    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
-        raise ValueError(f"q, k, v must be 4-D [B, N, H, D]; got {q.shape}, {k.shape}, {v.shape}")
-    if k.shape[:3] != v.shape[:3]:
-        raise ValueError(f"k {k.shape} and v {v.shape} must agree on [B, M, H]")
-    if q.shape[0] != k.shape[0] or q.shape[2] != k.shape[2] or q.shape[3] != k.shape[3]:
-        raise ValueError(f"q {q.shape} and k {k.shape} must agree on B, H and Dk")
 
 
 def apply(
@@ -38,6 +30,7 @@ def apply(
     bias=None,
     dropout_rate: float = 0.0,
     scale: float | None = None,
+    implementation: str = "auto",
 ):
     """Softmax attention.
 
@@ -50,33 +43,36 @@ def apply(
       bias: optional additive logit bias broadcastable to `[B, H, N, M]` (e.g. Graphormer's).
       dropout_rate: dropout on the attention probabilities during training.
       scale: logit scale; default `Dk ** -0.5`.
+      implementation: "auto" | "xla" | "cudnn" | "pallas" (`attention.kernels`); attention
+        dropout in training runs on "xla" ("auto" falls back to it).
 
     Returns:
-      `[B, N, H, Dv]` in the dtype of `v`. Logits and softmax are computed in float32 (or
-      float64 when the inputs are).
+      `[B, N, H, Dv]` in the dtype of `v`. On the xla kernel, logits and softmax are computed
+      in float32 (or float64 when the inputs are); the fused kernels keep float32 statistics.
     """
     del params
     check_qkv(q, k, v)
-    b, n, h, dk = q.shape
-    m = k.shape[1]
-    scale = dk**-0.5 if scale is None else scale
-    acc = jnp.promote_types(q.dtype, jnp.float32)
-    logits = jnp.einsum("bnhd,bmhd->bhnm", q, k, preferred_element_type=acc) * scale
-    if bias is not None:
-        logits = logits + bias.astype(acc)
-    mask4 = masks.as_4d(mask, b, h, n, m)
-    if mask4 is not None:
-        logits = jnp.where(mask4, logits, jnp.finfo(acc).min)
-    probs = jax.nn.softmax(logits, axis=-1)
-    if mask4 is not None:
-        # Zeroes fully masked rows (softmax of an all-min row is uniform, not zero).
-        probs = jnp.where(mask4, probs, 0.0)
-    if train and dropout_rate > 0.0:
-        if key is None:
-            raise ValueError("softmax attention: train=True with dropout_rate > 0 needs `key`")
-        keep = jax.random.bernoulli(key, 1.0 - dropout_rate, probs.shape)
-        probs = jnp.where(keep, probs / (1.0 - dropout_rate), 0.0)
-    return jnp.einsum("bhnm,bmhd->bnhd", probs.astype(v.dtype), v)
+    rate = dropout_rate if train else 0.0
+    if rate > 0.0 and key is None:
+        raise ValueError("softmax attention: train=True with dropout_rate > 0 needs `key`")
+    return kernels.dot_product_attention(
+        q,
+        k,
+        v,
+        bias=bias,
+        mask=mask,
+        scale=scale,
+        implementation=implementation,
+        dropout_rate=rate,
+        dropout_key=key,
+        site="softmax",
+    )
+
+
+def _check(hp, num_tokens) -> None:
+    """`check` for the registry: `implementation` must be a known kernel choice."""
+    del num_tokens
+    kernels.check_implementation(hp["implementation"])
 
 
 def flops(c: cost.Call, hp) -> tuple[float, float]:
@@ -90,8 +86,9 @@ def flops(c: cost.Call, hp) -> tuple[float, float]:
 registry.register(
     "softmax",
     apply=apply,
+    check=_check,
     flops=flops,
-    defaults={"dropout_rate": 0.0, "scale": None},
+    defaults={"dropout_rate": 0.0, "scale": None, "implementation": "auto"},
     doc="scaled dot-product softmax attention (the reference)",
     inputs=("bias",),
 )

@@ -59,7 +59,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attention import cost, masks, registry, softmax
+from attention import cost, kernels, masks, registry, softmax
 
 __all__ = [
     "EVAL_MODES",
@@ -347,14 +347,59 @@ def _take_sources(x, src):
     return jax.vmap(lambda xb, sb: xb[sb])(x, src)
 
 
-def _gathered_attention(q, k, v, tgt, src, *, valid, bias_w, scale, dropout_rate, drop_key):
-    """Softmax attention of each target window over its own sources; `[B, N, H, Dv]`."""
+def _fold_windows(x, bsz):
+    """`[Bx, Hx, w, Tx, S]` (Bx in {1, B}) -> `[B * w, Hx, Tx, S]`: windows become batch rows."""
+    x = jnp.broadcast_to(x, (bsz,) + x.shape[1:]).transpose(0, 2, 1, 3, 4)
+    return x.reshape((bsz * x.shape[1],) + x.shape[2:])
+
+
+def _folded_spec(x, bsz):
+    """The shape `_fold_windows(x, bsz)` will have, without computing it."""
+    if x is None:
+        return None
+    return jax.ShapeDtypeStruct((bsz * x.shape[2], x.shape[1], x.shape[3], x.shape[4]), x.dtype)
+
+
+def _gathered_attention(
+    q, k, v, tgt, src, *, valid, bias_w, scale, dropout_rate, drop_key, implementation="auto"
+):
+    """Softmax attention of each target window over its own sources; `[B, N, H, Dv]`.
+
+    The kernel is chosen by `kernels.select` for the windows folded into the batch
+    (`[B * w, T, H, D]` queries, `[B * w, S, H, D]` sources); on "xla" the windows are computed
+    here, as one batched einsum.
+    """
     bsz, n, h, dk = q.shape
     w, t = tgt.shape
+    s, dv = src.shape[-1], v.shape[-1]
     acc = jnp.promote_types(q.dtype, jnp.float32)
     natural = np.array_equal(tgt.reshape(-1), np.arange(n))
+    dropout = dropout_rate > 0.0 and drop_key is not None
+    spec = lambda length, d, x: jax.ShapeDtypeStruct((bsz * w, length, h, d), x.dtype)
+    kernel = kernels.select(
+        implementation,
+        spec(t, dk, q),
+        spec(s, dk, k),
+        spec(s, dv, v),
+        mask=_folded_spec(valid, bsz),
+        bias=_folded_spec(bias_w, bsz),
+        dropout=dropout,
+        site="ssa",
+    )
     qw = q.reshape(bsz, w, t, h, dk) if natural else q[:, tgt]
     kw, vw = _take_sources(k, src), _take_sources(v, src)
+    if kernel != "xla":
+        out = kernels.run(
+            kernel,
+            qw.reshape(bsz * w, t, h, dk),
+            kw.reshape(bsz * w, s, h, dk),
+            vw.reshape(bsz * w, s, h, dv),
+            mask=None if valid is None else _fold_windows(valid, bsz),
+            bias=None if bias_w is None else _fold_windows(bias_w, bsz),
+            scale=scale,
+        )
+        out = out.reshape(bsz, n, h, dv)
+        return out if natural else out[:, np.argsort(tgt.reshape(-1))]
     logits = jnp.einsum("bwthd,bwshd->bhwts", qw, kw, preferred_element_type=acc) * scale
     if bias_w is not None:
         logits = logits + bias_w.astype(acc)
@@ -364,11 +409,11 @@ def _gathered_attention(q, k, v, tgt, src, *, valid, bias_w, scale, dropout_rate
     if valid is not None:
         # A row whose every gathered source is masked gives zeros, as dense attention does.
         probs = jnp.where(valid, probs, 0.0)
-    if dropout_rate > 0.0 and drop_key is not None:
+    if dropout:
         kept = jax.random.bernoulli(drop_key, 1.0 - dropout_rate, probs.shape)
         probs = jnp.where(kept, probs / (1.0 - dropout_rate), 0.0)
     out = jnp.einsum("bhwts,bwshd->bwthd", probs.astype(v.dtype), vw)
-    out = out.reshape(bsz, n, h, v.shape[-1])
+    out = out.reshape(bsz, n, h, dv)
     return out if natural else out[:, np.argsort(tgt.reshape(-1))]
 
 
@@ -443,6 +488,7 @@ def apply(
     scale: float | None = None,
     eval_mode: str = "dense",
     ensemble_samples: int = 50,
+    implementation: str = "auto",
 ):
     """SSA attention.
 
@@ -476,6 +522,9 @@ def apply(
         The paper averages the *model's* probabilities over S stochastic forward passes; that
         is an evaluator doing S model passes with `subsample=True` and distinct keys.
       ensemble_samples: S for `eval_mode="ensemble"` (paper: 50).
+      implementation: the softmax kernel, "auto" | "xla" | "cudnn" | "pallas"
+        (`attention.kernels`), for dense attention and for the sampled windows (folded into
+        the batch); attention dropout in training runs on "xla" ("auto" falls back to it).
 
     Returns:
       `[B, N, H, Dv]` in the dtype of `v`; logits in float32 (float64 for float64 inputs).
@@ -485,6 +534,7 @@ def apply(
     """
     softmax.check_qkv(q, k, v)
     _check_hparams(keep, sampling, eval_mode, ensemble_samples, dropout_rate, always_keep)
+    kernels.check_implementation(implementation)
     b, n, h, dk = q.shape
     m = k.shape[1]
     if causal and n != m:
@@ -499,22 +549,22 @@ def apply(
         mode = "cond"
 
     def dense():
-        mask4 = masks.as_4d(mask, b, h, n, m)
+        mask4 = kernels.compact_mask(mask, b, h, n, m)  # broadcast axes kept for fused kernels
         if causal:
             tril = jnp.asarray(np.tril(np.ones((n, m), bool)))[None, None]
             mask4 = tril if mask4 is None else mask4 & tril
-        drop_key = jax.random.split(key)[1] if train and dropout_rate > 0.0 else None
-        return softmax.apply(
-            {},
+        drop = train and dropout_rate > 0.0
+        return kernels.dot_product_attention(
             q,
             k,
             v,
             mask=mask4,
-            key=drop_key,
-            train=train and dropout_rate > 0.0,
             bias=bias,
-            dropout_rate=dropout_rate,
             scale=scale,
+            implementation=implementation,
+            dropout_rate=dropout_rate if drop else 0.0,
+            dropout_key=jax.random.split(key)[1] if drop else None,
+            site="ssa",
         ).astype(v.dtype)
 
     pad = _window_padding(n, m, keep=keep, sampling=sampling, causal=causal)
@@ -540,6 +590,7 @@ def apply(
             scale=scale,
             eval_mode=eval_mode,
             ensemble_samples=ensemble_samples,
+            implementation=implementation,
         )
     if mode == "dense":
         if train and dropout_rate > 0.0 and key is None:
@@ -603,6 +654,7 @@ def apply(
             scale=scale,
             dropout_rate=dropout,
             drop_key=drop_key,
+            implementation=implementation,
         )
 
     dropout = dropout_rate if train else 0.0
@@ -624,6 +676,7 @@ def _check(h, num_tokens) -> None:
         h["dropout_rate"],
         h["always_keep"],
     )
+    kernels.check_implementation(h["implementation"])
     if num_tokens is not None and h["always_keep"] > num_tokens:
         raise ValueError(
             f"ssa: always_keep={h['always_keep']} exceeds the {num_tokens} tokens of a sequence"
@@ -676,6 +729,7 @@ registry.register(
         "scale": None,
         "eval_mode": "dense",
         "ensemble_samples": 50,
+        "implementation": "auto",
     },
     doc="stochastically subsampled self-attention (train: sampled sources; eval: dense/ensemble)",
     inputs=("bias", "subsample"),

@@ -231,6 +231,7 @@ def scale(c: ml_collections.ConfigDict, presets: Mapping[str, Mapping]) -> None:
       run:    `short_run` arguments (steps, eval_every, lr_peak); no attention dropout
       batch:  (train, eval) global batch sizes
       any other key: a trainer field (e.g. `log_every`), set last.
+    A recipe's `model.dtype = "auto"` (mixed precision on accelerators) becomes "float32".
 
     Raises:
       ConfigError: a preset the table lacks, or a field the config does not have.
@@ -239,6 +240,10 @@ def scale(c: ml_collections.ConfigDict, presets: Mapping[str, Mapping]) -> None:
         return
     if c.preset not in presets:
         raise config_lib.ConfigError(f"{c.task} has no {c.preset!r} preset")
+    if c.get("model") is not None and c.model.get("dtype") == "auto":
+        # A recipe's mixed precision is for its paper preset on accelerators; the scaled
+        # presets compute in float32 wherever they run (what their figures were measured in).
+        c.model.dtype = "float32"
     preset = dict(presets[c.preset])
     for key, value in preset.pop("data", {}).items():
         if key not in c.data:

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import attention
+from attention import kernels
 from core import io, isolate
 
 __all__ = [
@@ -160,7 +161,10 @@ def measure_mechanism(
         }
         records.append(rec)
         try:
-            compiled = jax.jit(_fn(mech, mode)).lower(*fargs).compile()
+            with kernels.record() as chosen:  # which dense kernel each call site took
+                lowered = jax.jit(_fn(mech, mode)).lower(*fargs)
+            rec["kernels"] = chosen.summary()
+            compiled = lowered.compile()
         except Exception as e:  # noqa: BLE001 (recorded, not hidden)
             rec["skipped"] = f"does not compile: {type(e).__name__}: {str(e)[:200]}"
             print(f"{spec:18s} N={n:6d} {mode:17s} skipped: {rec['skipped']}", flush=True)
@@ -263,6 +267,19 @@ def run(
     return {"matmul_flops_per_s": peak, "records": records}
 
 
+def kernel_lines(recs, label) -> list[str]:
+    """Markdown lines naming the dense-attention kernel each row ran (`attention.kernels`):
+    the full-attention baseline is whatever kernel is named here, on this device."""
+    seen: dict[str, set] = {}
+    for r in recs:
+        for site, kernel in (r.get("kernels") or {}).items():
+            seen.setdefault(label(r), set()).add(f"{site}: {kernel}")
+    if not seen:
+        return []
+    rows = [f"`{name}` {', '.join(sorted(k))}" for name, k in seen.items()]
+    return ["Dense-attention kernel that ran (`attention.kernels`): " + "; ".join(rows) + ".", ""]
+
+
 def _label(r) -> str:
     return r.get("label") or r["mechanism"]
 
@@ -358,6 +375,7 @@ def write(result: dict, out: str, tag: str, *, write_json: bool = True) -> None:
         f"JSON). Slope: fitted log-log slope of time vs length over {span}.",
         "",
     ]
+    lines += kernel_lines(recs, _label)
     for mode in sorted({r["mode"] for r in recs}, key=MODES.index):
         lines += [
             f"## {mode}: time (ms, median)",

@@ -27,8 +27,9 @@ import time
 import jax
 import numpy as np
 
+from attention import kernels
+from core import bench_attention, errors, io, isolate, tasks, train, validate
 from core import config as config_lib
-from core import errors, io, isolate, tasks, train, validate
 
 __all__ = ["spec_for", "measure", "plan", "run", "write"]
 
@@ -105,10 +106,13 @@ def measure(
     )
     example = jax.device_put(task.example_batch(config, batch), data_sharding)
     t0 = time.perf_counter()
-    if mode == "train":
-        compiled = train_step.lower(state, example, False).compile()
-    else:
-        compiled = eval_step.lower(state["params"], state["buffers"], example).compile()
+    with kernels.record() as chosen:  # which dense kernel each call site took
+        if mode == "train":
+            lowered = train_step.lower(state, example, False)
+        else:
+            lowered = eval_step.lower(state["params"], state["buffers"], example)
+    rec["kernels"] = chosen.summary()
+    compiled = lowered.compile()
     rec["compile_s"] = time.perf_counter() - t0
     rec["peak_memory_bytes"] = _memory(compiled)
     if rec["peak_memory_bytes"] and rec["peak_memory_bytes"] > max_memory_gb * 2**30:
@@ -288,6 +292,7 @@ def write(result: dict, out: str, tag: str) -> None:
         "the same length; `skip` = not run (reason below).",
         "",
     ]
+    lines += bench_attention.kernel_lines(recs, lambda r: r["label"])
     for mode in dict.fromkeys(r["mode"] for r in recs):
         head = " | ".join(str(n) for n in lengths)
         lines += [

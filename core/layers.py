@@ -4,6 +4,14 @@ encoder, position encodings, pooling and the classifier head.
 Randomness is explicit: modules take `key` (a PRNG key) and `train` in `__call__`, and derive
 per-layer keys with `fold_in`. No RNG state lives in a module, so a model's state is its
 parameters alone and a run resumes exactly from (params, optimizer state, step).
+
+Precision (`config.model.dtype`, `resolve_dtype`): parameters are always float32 (flax's
+`param_dtype` default), so are the optimizer state, the gradients and the loss. The compute
+dtype `dtype` (e.g. bfloat16) is that of every activation between layers: the encoders add
+their positions in float32 and then cast the residual stream to it; projections and MLPs
+compute in it from float32 kernels; LayerNorm/RMSNorm take their statistics in float32 (flax
+promotes them to at least float32); attention mechanisms receive and return it and take their
+softmax statistics in float32 themselves; `pool` and the classifier heads work in float32.
 """
 
 from __future__ import annotations
@@ -21,6 +29,10 @@ from flax import nnx
 import attention
 
 __all__ = [
+    "COMPUTE_DTYPES",
+    "ACCELERATOR_PLATFORMS",
+    "resolve_dtype",
+    "compute_dtype",
     "dropout",
     "split_keys",
     "sinusoidal_positions",
@@ -41,6 +53,28 @@ _xavier = nnx.initializers.xavier_uniform()
 _CALL_INPUTS: contextvars.ContextVar = contextvars.ContextVar(
     "attention_inputs", default=types.MappingProxyType({})
 )
+
+
+# `config.model.dtype` values besides "auto".
+COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
+# Backends (`jax.default_backend()`, or a device's `platform`) on which "auto" is bfloat16.
+ACCELERATOR_PLATFORMS = ("gpu", "cuda", "rocm", "tpu")
+
+
+def resolve_dtype(name: str, platform: str | None = None) -> str:
+    """The compute dtype `config.model.dtype = name` means on backend `platform` (default: JAX's
+    default backend): "auto" is "bfloat16" on a GPU or TPU and "float32" anywhere else (on CPU
+    XLA emulates bfloat16 arithmetic, slower than float32, and nobody trains in it there); any
+    other name is returned unchanged. A pure function of `platform` when it is given."""
+    if name != "auto":
+        return name
+    platform = (platform or jax.default_backend()).lower()
+    return "bfloat16" if platform in ACCELERATOR_PLATFORMS else "float32"
+
+
+def compute_dtype(name, platform: str | None = None) -> jnp.dtype:
+    """`resolve_dtype` as a numpy dtype (also accepts a dtype)."""
+    return jnp.dtype(resolve_dtype(name, platform) if isinstance(name, str) else name)
 
 
 @contextlib.contextmanager
@@ -251,6 +285,10 @@ class EncoderBlock(nnx.Module):
 class TransformerEncoder(nnx.Module):
     """Positions + dropout + `num_layers` pre-LN blocks + final LayerNorm, on embedded inputs.
 
+    Positions and the input dropout are applied in the input's precision (float32 embeddings);
+    the result is cast to the compute `dtype`, the residual stream's dtype from there on (as
+    LRA's `use_bfloat16`); the output is in `dtype`.
+
     Args (constructor):
       attention_cfg: mapping with `name` and the mechanism's hyper-parameters.
       positions: "sinusoidal" (fixed) or "learned" (normal(0.02) init) or "none".
@@ -299,6 +337,7 @@ class TransformerEncoder(nnx.Module):
         self.norm = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
         self.rate = dropout_rate
         self.max_len = max_len
+        self.dtype = jnp.dtype(dtype)
 
     def __call__(self, x, *, mask=None, train: bool = False, key=None, **inputs):
         """x: `[B, N, dim]` embedded tokens, mask: `[B, N]` True for real tokens."""
@@ -310,14 +349,18 @@ class TransformerEncoder(nnx.Module):
             x = add_sinusoid(x, self.max_len)
         elif self.positions == "learned":
             x = x + self.pos_embedding[...][:n]
-        x = dropout(x, self.rate, keys[0], train)
+        x = dropout(x, self.rate, keys[0], train).astype(self.dtype)
         for block, k in zip(self.blocks, keys[1:], strict=True):
             x = block(x, mask=mask, train=train, key=k, **inputs)
         return self.norm(x)
 
 
 def pool(x, mask, mode: str):
-    """`[B, N, D]` -> `[B, D]` by "cls" (first token), "mean" or "sum" over real tokens."""
+    """`[B, N, D]` -> `[B, D]` float32 by "cls" (first token), "mean" or "sum" over real tokens.
+
+    Sums and counts are float32 whatever the compute dtype (bfloat16 counts only integers up to
+    256 exactly), so the heads see float32 features."""
+    x = x.astype(jnp.float32)
     if mode == "cls":
         return x[:, 0]
     weights = jnp.ones(x.shape[:2], x.dtype) if mask is None else mask.astype(x.dtype)
@@ -330,7 +373,8 @@ def pool(x, mask, mode: str):
 
 
 class ClassifierHead(nnx.Module):
-    """Dense(mlp_dim) -> ReLU -> Dense(num_classes), the LRA classifier head."""
+    """Dense(mlp_dim) -> ReLU -> Dense(num_classes), the LRA classifier head; float32, as
+    LRA's (its `classifier_head` takes no dtype): `[B, D]` pooled features cost nothing."""
 
     def __init__(self, dim: int, mlp_dim: int, num_classes: int, *, rngs: nnx.Rngs):
         self.hidden = nnx.Linear(dim, mlp_dim, rngs=rngs)

@@ -137,14 +137,18 @@ class SAMSAEncoder(nnx.Module):
             num_layers,
         )
         self.norm = nnx.RMSNorm(dim, dtype=dtype, rngs=rngs)
+        self.dtype = jnp.dtype(dtype)
 
     def __call__(self, x, *, mask=None, train: bool = False, key=None):
         """x: `[B, N, dim]` embedded tokens, mask: `[B, N]` True for real tokens -> `[B, N, dim]`.
 
-        `key` is needed when `train` (SAMSA's Gumbel noise, dropout, drop-path).
+        `key` is needed when `train` (SAMSA's Gumbel noise, dropout, drop-path). Positions are
+        added in the input's precision, then the residual stream is cast to the compute
+        `dtype`; the output is in `dtype`.
         """
         if self.positions:
             x = layers.add_sinusoid(x, self.max_len)
+        x = x.astype(self.dtype)  # the residual stream is in the compute dtype (core.layers)
         alpha = self.residual_scale[...].astype(x.dtype)
         for block, k in zip(self.blocks, layers.split_keys(key, len(self.blocks)), strict=True):
             x = block(x, residual_scale=alpha, mask=mask, train=train, key=k)

@@ -4,10 +4,17 @@ Sections: setup and logging; device mesh; data; model and optimizer; restore; ji
 evaluation; loop; final summary. A run killed at any point and restarted with the same workdir
 resumes from its latest checkpoint and ends with the same parameters and metrics as an
 uninterrupted run (same seed, same devices).
+
+Precision: `config.model.dtype` is the compute dtype of the model's activations (`core.layers`);
+parameters, optimizer state, gradients, loss and metrics are float32 whatever it is. "auto" is
+resolved at the start of a run for this backend (bfloat16 on GPU/TPU, float32 on CPU;
+`core.layers.resolve_dtype`): `config.json` holds the resolved dtype, the summary's `precision`
+the resolved one, what was asked for and the dtypes of the parameters and optimizer state.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import pathlib
@@ -23,6 +30,7 @@ from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from attention import kernels
 from core import (
     checkpoint,
     data,
@@ -39,6 +47,7 @@ from core import (
 
 __all__ = [
     "train_and_evaluate",
+    "with_resolved_dtype",
     "init_state",
     "make_steps",
     "make_mesh",
@@ -85,7 +94,18 @@ def _config_json(config) -> dict:
     return json.loads(json.dumps(config.to_dict(), default=str))
 
 
-def _check_config(config, workdir: pathlib.Path) -> None:
+def with_resolved_dtype(config, platform: str | None = None):
+    """`config` itself, or where `config.model.dtype` is "auto" a copy with it resolved for
+    `platform` (default: this process's backend; `core.layers.resolve_dtype`)."""
+    model = config.get("model")
+    if model is None or model.get("dtype") != "auto":
+        return config
+    config = copy.deepcopy(config)
+    config.model.dtype = layers.resolve_dtype("auto", platform)
+    return config
+
+
+def _check_config(config, workdir: pathlib.Path, requested_dtype=None) -> None:
     """Refuses a workdir that holds a run (finished or not) started with a different config."""
     path = workdir / "config.json"
     if not path.exists():
@@ -94,10 +114,18 @@ def _check_config(config, workdir: pathlib.Path) -> None:
     new = _config_json(config)
     if old != new:
         diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        hint = ""
+        old_dtype = old.get("model", {}).get("dtype")
+        if requested_dtype == "auto" and old_dtype != config.model.dtype:
+            hint = (
+                f"; config.model.dtype='auto' is {config.model.dtype} on this "
+                f"{jax.default_backend()} backend but the run computed in {old_dtype}: to go on "
+                f"with it here pass --config.model.dtype={old_dtype}"
+            )
         raise errors.WorkdirError(
             f"{workdir} holds a run with a different config (sections differ: "
             f"{', '.join(diff)}); use a new --workdir, or the config it was started with "
-            f"({path})"
+            f"({path}){hint}"
         )
 
 
@@ -118,16 +146,18 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     workdir = pathlib.Path(workdir)
     task = tasks.get(config.task)
     validate.check(config, task)
+    requested_dtype = config.get("model", {}).get("dtype")
+    config = with_resolved_dtype(config)  # "auto" -> this backend's compute dtype
     workdir.mkdir(parents=True, exist_ok=True)
     with workdir_lock.hold(workdir, process_index=jax.process_index()):
-        _check_config(config, workdir)
+        _check_config(config, workdir, requested_dtype)
         if (workdir / "summary.json").exists():
             _log(f"{workdir} is finished; returning its summary")
             return io.read_json(workdir / "summary.json", what="run summary")
-        return _train(config, workdir, task, wall_start)
+        return _train(config, workdir, task, wall_start, requested_dtype)
 
 
-def _train(config, workdir: pathlib.Path, task, wall_start: float) -> dict:
+def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dtype=None) -> dict:
     kill_at = int(os.environ.get(_KILL_ENV, "0") or 0)
 
     # ---- device mesh ---------------------------------------------------------------------
@@ -171,8 +201,10 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float) -> dict:
     if not (workdir / "config.json").exists() and pid == 0:
         io.write_json(workdir / "config.json", config.to_dict())  # data and model are built
     num_params = int(sum(x.size for x in jax.tree.leaves(state["params"])))
+    precision = _precision(config, state, requested_dtype)
     _log(
-        f"model: {num_params:,} parameters, attention {config.attention.name}; "
+        f"model: {num_params:,} parameters, attention {config.attention.name}, compute "
+        f"{precision['compute_dtype']} (parameters {precision['params']}); "
         f"{n_dev} {jax.devices()[0].platform} device(s)"
     )
 
@@ -314,12 +346,15 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float) -> dict:
         _log(f"training steps {step + 1}..{total}, batch {config.batch_size}")
         if dense_from < total:
             _log(f"dense-attention fine-tuning from step {dense_from + 1}")
+    used_kernels: dict[str, str] = {}  # dense-attention kernel per call site (attention.kernels)
     while step < total:
         t_step = time.perf_counter()
         batch = to_device(next(train_iter))
         # A step that compiles (the first, and the first of the dense phase) is not timed.
         compiles = step == start_step or (step == dense_from and step > start_step)
-        state, metrics = train_step(state, batch, step >= dense_from)
+        with kernels.record() as chosen:  # traced (and the kernels decided) when it compiles
+            state, metrics = train_step(state, batch, step >= dense_from)
+        used_kernels.update(chosen.summary())
         step += 1
         pending.append((step, metrics))
         at_eval = step % config.eval_every == 0 or step == total
@@ -379,6 +414,8 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float) -> dict:
         },
         "wall_time_s": time.perf_counter() - wall_start,
         "num_params": num_params,
+        "precision": precision,
+        "kernels": used_kernels,
         "device": io.device_info(),
         "versions": io.versions(),
         "git_revision": io.git_revision(),
@@ -490,6 +527,24 @@ def _host(tree):
     from jax.experimental import multihost_utils
 
     return multihost_utils.process_allgather(tree, tiled=True)
+
+
+def _float_dtypes(tree) -> str | None:
+    """The floating dtypes of a pytree's leaves, e.g. "float32" ("+"-joined if several)."""
+    kinds = {str(x.dtype) for x in jax.tree.leaves(tree) if jnp.issubdtype(x.dtype, jnp.floating)}
+    return "+".join(sorted(kinds)) or None
+
+
+def _precision(config, state, requested_dtype) -> dict:
+    """The summary's `precision`: the compute dtype the run used (resolved), the one asked for
+    (e.g. "auto") and the dtypes the parameters and optimizer state are kept in."""
+    compute = config.get("model", {}).get("dtype")
+    return {
+        "compute_dtype": compute,
+        "requested_dtype": requested_dtype,
+        "params": _float_dtypes(state["params"]),
+        "optimizer_state": _float_dtypes(state["opt_state"]),
+    }
 
 
 def _strip(record: dict) -> dict:

@@ -26,7 +26,9 @@ __all__ = ["check", "problems", "attention_length"]
 POOLS = ("cls", "mean", "sum")
 POSITIONS = ("sinusoidal", "learned", "none")
 ENCODERS = ("transformer", "samsa")
-DTYPES = ("float32", "bfloat16", "float16")
+# config.model.dtype: a compute dtype (core.layers.COMPUTE_DTYPES; parameters stay float32), or
+# "auto": bfloat16 on GPU/TPU, float32 on CPU, resolved at run start (core.layers.resolve_dtype).
+DTYPES = ("float32", "bfloat16", "float16", "auto")
 
 
 def _rule(section, field, ok: Callable[[object], bool], what: str, out: list[str], prefix: str):

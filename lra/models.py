@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 from flax import nnx
 
 from core import backbones, layers
@@ -23,11 +24,23 @@ from core import backbones, layers
 __all__ = ["SequenceEncoder", "SequenceClassifier", "DualEncoderClassifier"]
 
 
+def _resolved(model_cfg):
+    """`model_cfg` with `dtype="auto"` resolved for this process's backend
+    (`core.layers.resolve_dtype`): the trainer resolves it before building, other callers
+    (FLOP counts, benchmarks) build models from the config as written."""
+    if model_cfg.get("dtype") != "auto":
+        return model_cfg
+    return ml_collections.ConfigDict({**model_cfg.to_dict(), "dtype": layers.resolve_dtype("auto")})
+
+
 class SequenceEncoder(nnx.Module):
-    """tokens `[B, N]` -> pooled `[B, dim]`."""
+    """tokens `[B, N]` -> pooled `[B, dim]` float32.
+
+    Precision (`model_cfg.dtype`, see `core.layers`): float32 embeddings (and CLS token), the
+    backbone in the compute dtype, pooling in float32."""
 
     def __init__(self, *, vocab_size: int, max_len: int, model_cfg, attention_cfg, rngs):
-        m = model_cfg
+        m = _resolved(model_cfg)
         self.pool_mode = m.pool
         self.backbone = m.encoder
         self.embed = nnx.Embed(
@@ -49,8 +62,8 @@ class SequenceEncoder(nnx.Module):
             cls = jnp.broadcast_to(self.cls[...], (x.shape[0], 1, x.shape[-1])).astype(x.dtype)
             x = jnp.concatenate([cls, x], axis=1)
             mask = jnp.concatenate([jnp.ones((x.shape[0], 1), bool), mask], axis=1)
-        x = self.encoder(x, mask=mask, train=train, key=key)
-        return layers.pool(x, mask, self.pool_mode)
+        x = self.encoder(x, mask=mask, train=train, key=key)  # compute dtype
+        return layers.pool(x, mask, self.pool_mode)  # float32
 
     def count_flops(self, tally) -> None:
         """Forward FLOPs of one sequence at full length into `tally` (`core.flops.Tally`)."""
@@ -65,7 +78,8 @@ class SequenceEncoder(nnx.Module):
 
 
 class SequenceClassifier(nnx.Module):
-    """The LRA single-input classifier: encoder -> pool -> Dense(mlp) -> ReLU -> Dense(classes)."""
+    """The LRA single-input classifier: encoder -> pool -> Dense(mlp) -> ReLU -> Dense(classes);
+    the head computes in float32 on the float32 pooled features."""
 
     def __init__(
         self,
@@ -102,7 +116,8 @@ class SequenceClassifier(nnx.Module):
 class DualEncoderClassifier(nnx.Module):
     """LRA Retrieval: one weight-shared encoder for both documents, their pooled vectors u, v
     combined (`interaction="NLI"`: [u, v, u*v, u-v]; `"concat"`: [u, v]), then
-    Dense(mlp) -> ReLU -> Dense(mlp/2) -> ReLU -> Dense(classes) (LRA `classifier_head_dual`)."""
+    Dense(mlp) -> ReLU -> Dense(mlp/2) -> ReLU -> Dense(classes) (LRA `classifier_head_dual`),
+    in float32 on the float32 pooled features."""
 
     def __init__(
         self,

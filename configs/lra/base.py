@@ -60,7 +60,10 @@ def model_config() -> ml_collections.ConfigDict:
     m.drop_path = 0.0  # stochastic depth of every residual branch (samsa encoder only)
     m.positions = "sinusoidal"  # sinusoidal | learned | none
     m.pool = "cls"  # cls | mean | sum
-    m.dtype = "float32"  # compute dtype (bfloat16 on accelerators)
+    # Compute dtype of the activations (parameters, optimizer state and loss stay float32):
+    # float32 | bfloat16 | float16 (no loss scaling) | auto (bfloat16 on GPU/TPU, float32 on
+    # CPU, resolved at run start and recorded so). Each recipe sets what its paper used.
+    m.dtype = "float32"
     return m
 
 
@@ -112,6 +115,11 @@ def transformer(
     m.encoder = "transformer"
     m.num_layers, m.dim, m.qkv_dim, m.num_heads, m.mlp_dim = layers, dim, qkv_dim, heads, mlp_dim
     m.dropout, m.pool, m.positions = dropout, pool, positions
+    # float32: LRA's encoders compute in bfloat16 only with `use_bfloat16=True` (default False;
+    # models/transformer/transformer.py), which no LRA config or train.py sets (the
+    # google-research/long-range-arena repository). The Sliceformer fork keeps that default and
+    # sets it nowhere either (DaShenZi721/sliceformer LRA/); GFSA App. U states no precision.
+    m.dtype = "float32"
     c.attention = common.attention_config(attn, dropout_rate=attn_dropout)
 
 
@@ -169,6 +177,12 @@ def samsa(c, *, train_examples: int, k: int, mode: str, drop_path: float = 0.0) 
     m.num_heads, m.mlp_dim = row["heads"], row["mlp_dim"]
     m.dropout, m.drop_path = row["dropout"], drop_path
     m.pool, m.positions = "mean", "sinusoidal"
+    # Mixed precision on accelerators: SAMSA's attention is FlashAttention (§4.4 "we integrate
+    # flash attention", Algorithm 1 line 15; the flash-attn package in the authors' PyTorch
+    # code, notes §4), whose kernels take only fp16/bf16 inputs. Which of the two and the
+    # precision of the rest of the model are not stated: bfloat16 here, the accelerator
+    # default that needs no loss scaling; float32 on CPU. The scaled presets keep float32.
+    m.dtype = "auto"
     c.attention = common.attention_config("samsa", k=k or 128, mode=mode)
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import attention
+from tests.tolerances import assert_close
 
 
 def reference(q, k, v, mask=None, bias=None):
@@ -81,7 +82,7 @@ def test_matches_float64_reference(mask_name, with_bias, use_jit):
         mask=mask,
         bias=None if bias is None else jnp.asarray(bias, jnp.float32),
     )
-    np.testing.assert_allclose(np.asarray(got32), expected, rtol=2e-5, atol=2e-5)
+    assert_close(got32, expected, rtol=2e-5, atol=2e-5, what="float32 vs float64 reference")
 
 
 def test_fully_masked_rows_are_zero_with_finite_gradients():
@@ -128,7 +129,8 @@ def test_attention_dropout_is_keyed_and_inactive_at_eval():
     q, k, v = (jnp.asarray(x, jnp.float32) for x in _inputs())
     mech = attention.get("softmax", dropout_rate=0.5)
     eval_out = mech.apply({}, q, k, v)
-    np.testing.assert_allclose(eval_out, attention.get("softmax").apply({}, q, k, v), rtol=1e-6)
+    plain = attention.get("softmax").apply({}, q, k, v)
+    assert_close(eval_out, plain, rtol=1e-6, atol=0, what="eval ignores dropout")
     a = mech.apply({}, q, k, v, key=jax.random.key(0), train=True)
     b = mech.apply({}, q, k, v, key=jax.random.key(0), train=True)
     c = mech.apply({}, q, k, v, key=jax.random.key(1), train=True)
