@@ -81,7 +81,9 @@ def test_smoke_run_writes_config_metrics_and_summary(tmp_path):
     "kill_at,use_async,resumes_from",
     [
         (6, False, 4),  # mid-interval, after a finished synchronous save at step 4
-        (8, True, None),  # right after an async save started: it may or may not have finalised
+        pytest.param(  # right after an async save started: it may or may not have finalised
+            8, True, None, marks=pytest.mark.slow
+        ),
     ],
 )
 def test_killed_run_resumes_to_identical_params_and_metrics(
@@ -183,6 +185,7 @@ def test_no_intact_checkpoint_is_one_clear_error(tmp_path):
     assert (w / "checkpoints" / "latest" / "4").is_dir()  # nothing moved when nothing is intact
 
 
+@pytest.mark.slow  # over a minute on 2 cores; `make test-slow`
 def test_toy_sets_resume_and_devices_through_transform_and_collate(tmp_path):
     """The new data path (per-example transform, bucketed collate) keeps the trainer's promises:
     a killed run resumes to identical params and metrics, and 4 devices give 1 device's losses."""
@@ -299,6 +302,7 @@ def _losses(config, workdir):
     return [r["loss"] for r in _records(workdir, "train")]
 
 
+@pytest.mark.slow  # over a minute on 2 cores; `make test-slow`
 def test_ssa_dense_finetuning_phase_trains_with_dense_attention(tmp_path):
     """With the whole run in the "+FT" phase, SSA is dense softmax attention: same losses as a
     softmax run from the same init; without it, subsampling changes the curve."""

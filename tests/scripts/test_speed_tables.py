@@ -12,6 +12,9 @@ import pytest
 from core import paper_tables, speed, speed_tables
 from scripts import speed_tables as script
 
+# One xdist worker runs this module, so the module fixture measures the tables once (make test
+# passes --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("speed_tables")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Every table config whose cells `core.speed_tables` reports.
 SOURCES = sorted({key for keys in speed_tables.SOURCES.values() for key in keys})
