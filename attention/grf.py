@@ -36,9 +36,13 @@ code cancels in the ratio and is omitted.) Two code paths, the same estimate:
         T_v = sum_c w[v, c] relu(k_{i_c}) [v_{i_c}, 1]^T          ([C, Dk]^T [C, Dv + 1])
         [num_i, den_i] += w[v, c] relu(q_i)^T T_v   for i = i_c    ([C, Dk] [Dk, Dv + 1])
 
-    That is O(N C Dk Dv) time per head with gathers and scatters of token vectors only (no
-    `[Dk, Dv + 1]` state is ever scattered), `node_chunk` nodes per step of a rematerialised
-    `lax.scan`: memory O(N (n (L + 1) + C + Dk + Dv)) per head, forward and backward. Under
+    or, the same sums with fewer FLOPs when C < ~Dk (the defaults), the block's C x C masked
+    scores `w_c w_c' relu(q_{i_c}) . relu(k_{i_c'})` times `[v_{i_c'}, 1]`. That is
+    O(N C min(C, Dk) (Dk + Dv)) time per head with gathers and scatters of token vectors only
+    (no `[Dk, Dv + 1]` state is ever scattered), `node_chunk` nodes of every batch element
+    and head (one head on CPU) per step of a `lax.scan`, with a hand-written backward (custom
+    VJP) that keeps only the inputs: memory O(N (n (L + 1) + C + Dk + Dv)) per head, forward
+    and backward. Under
     abstract evaluation (`jax.eval_shape`) `init` cannot build the support, whose width
     depends on the sampled walks: it returns the walks only, and `apply` takes the general
     path.
@@ -411,41 +415,209 @@ def support_weights(walk_slots, loads, f, width: int):
     return w.reshape(h, n, width)
 
 
-def _node_blocks(qf, kf, vf, tokens, weights, chunk: int):
+def _support_steps(x, step):
+    """`[Bt, H, U, C]` -> `[G * S, Bt, heads, nodes, C]` for `step = (nodes, heads)`.
+
+    Scan step `g * S + s` holds nodes `[s * nodes, (s + 1) * nodes)` of heads
+    `[g * heads, (g + 1) * heads)` (U zero-padded to a multiple of `nodes`), head group by
+    head group, so that consecutive steps gather neighbouring tokens of one head group.
+    """
+    nodes, heads = step
+    bt, h, u, c = x.shape
+    x = jnp.pad(x, ((0, 0), (0, 0), (0, (-u) % nodes), (0, 0)))
+    x = x.reshape(bt, h // heads, heads, -1, nodes, c)
+    return jnp.moveaxis(x, (1, 3), (0, 1)).reshape(-1, bt, heads, nodes, c)
+
+
+def _support_unsteps(x, u: int, h: int):
+    """Inverse of `_support_steps` (drops the padding nodes)."""
+    _, bt, heads, nodes, c = x.shape
+    x = jnp.moveaxis(x.reshape(h // heads, -1, bt, heads, nodes, c), (0, 1), (1, 3))
+    return x.reshape(bt, h, -1, c)[:, :, :u]
+
+
+def _step_heads(x, step):
+    """The first head of every scan step of `_support_steps`, int32 `[G * S]`."""
+    nodes, heads = step
+    h, u = x.shape[1], x.shape[2]
+    per_group = -(-u // nodes)
+    return jnp.repeat(jnp.arange(0, h, heads, dtype=jnp.int32), per_group)
+
+
+def _quadratic_form(width: int, dk: int, dv: int) -> bool:
+    """Whether a support row is cheaper as C x C scores than as a `[Dk, Dv + 1]` state.
+
+    Per row, forward + backward: `2 C^2 (4 Dk + 3 Dv + 2)` multiply-adds against
+    `14 C Dk (Dv + 1)` for the state (C < ~64 at Dk = Dv = 64; the defaults give C ~ 50).
+    """
+    return width * (4 * dk + 3 * dv + 2) < 7 * dk * (dv + 1)
+
+
+def _scan_step(node_chunk: int, u: int, h: int) -> tuple[int, int]:
+    """`(nodes, heads)` of one scan step: `node_chunk` nodes of one head or of every head.
+
+    Every step takes all batch elements. On an accelerator it takes every head: few large
+    steps (a step is a handful of kernel launches, so one head's 64 nodes per step, as the
+    scan had it, left the GPU launch bound: 8192 steps at N = 16k, B = 4, H = 8). On CPU it
+    takes one head: the gathered rows of consecutive steps are neighbouring tokens of one head
+    and stay in cache (a step over every head gathers 8x the distinct rows, ~15% slower).
+    Only the speed depends on this, never the result.
+    """
+    heads = 1 if jax.default_backend() == "cpu" else h
+    return min(node_chunk, u), heads
+
+
+def _gather_rows(qf, kf, vf, t, w, first_head, shape):
+    """One scan step's support rows: token vectors gathered by flat row id, in `acc`.
+
+    qf, kf: `[B * N * H, Dk]`, vf: `[B * N * H, Dv]` (token-major, the input layout: no
+    transposes); t, w: `[Bt, heads, u, C]` token ids and weights of heads `first_head + ...`.
+    Returns the flat row ids `[B * heads * u * C]`, q, k `[R, C, Dk]`, v `[R, C, Dv]` and w
+    `[R, C]` with R = B * heads * u. The row ids are computed here, per step, so that no
+    `[B, H, U, C]` index is ever materialised.
+    """
+    b, n, h = shape
+    acc = jnp.promote_types(jnp.promote_types(qf.dtype, vf.dtype), jnp.float32)
+    batch = jnp.arange(b, dtype=t.dtype).reshape(b, 1, 1, 1)
+    head = first_head.astype(t.dtype) + jnp.arange(t.shape[1], dtype=t.dtype).reshape(1, -1, 1, 1)
+    rows = ((batch * n + t) * h + head).reshape(-1)
+    c = t.shape[-1]
+    qc = qf[rows].astype(acc).reshape(-1, c, qf.shape[-1])
+    kc = kf[rows].astype(acc).reshape(-1, c, kf.shape[-1])
+    vc = vf[rows].astype(acc).reshape(-1, c, vf.shape[-1])
+    w = jnp.broadcast_to(w, (b, *w.shape[1:])).reshape(-1, c).astype(acc)
+    return rows, qc, kc, vc, w
+
+
+def _sum_c(x):
+    """`x.sum(axis=1)` for `[R, C, D]`, as a batched product with ones (faster on CPU)."""
+    return jnp.einsum("rcd,rc->rd", x, jnp.ones(x.shape[:2], x.dtype))
+
+
+def _support_forward(qf, kf, vf, tokens, weights, chunk, shape, quadratic):
+    b, n, h = shape
+    dv = vf.shape[-1]
+    acc = jnp.promote_types(jnp.promote_types(qf.dtype, vf.dtype), jnp.float32)
+
+    def step(z, xs):
+        rows, qc, kc, vc, w = _gather_rows(qf, kf, vf, *xs, shape)
+        if quadratic:
+            # a[r, c, c'] = w_c' q_c . k_c': the row's scores, then w_c a [v, 1].
+            a = jnp.einsum("rcd,red->rce", qc, kc) * w[:, None, :]
+            num, den = jnp.einsum("rce,red->rcd", a, vc), a.sum(axis=-1)
+        else:
+            # T = sum_c w_c k_c v_c^T and s = sum_c w_c k_c, then w_c q_c^T [T, s]. (Sums over
+            # the middle axis as products with ones: faster than reductions on CPU.)
+            kw = kc * w[..., None]
+            t_state, s_state = jnp.einsum("rcd,rce->rde", kw, vc), _sum_c(kw)
+            num = jnp.einsum("rcd,rde->rce", qc, t_state)
+            den = jnp.einsum("rcd,rd->rc", qc, s_state)
+        zc = jnp.concatenate([num, den[..., None]], axis=-1) * w[..., None]
+        return z.at[rows].add(zc.reshape(-1, dv + 1)), None
+
+    z = jnp.zeros((b * n * h, dv + 1), acc)
+    xs = (
+        _support_steps(tokens, chunk),
+        _support_steps(weights, chunk),
+        _step_heads(tokens, chunk),
+    )
+    return jax.lax.scan(step, z, xs)[0]
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7))
+def _support_sums(qf, kf, vf, tokens, weights, chunk, shape, quadratic):
     """`[num_j, den_j] = sum_{(u, c): tokens[u, c] = j} w[u, c] qf_j^T [T_u, s_u]`.
 
-    `T_u = sum_c w[u, c] kf vf^T` and `s_u = sum_c w[u, c] kf` over the row's tokens. qf, kf:
-    `[P, D]`; vf: `[P, E]`; tokens: int `[U, C]` in [0, P); weights: `[U, C]` -> `[P, E + 1]`.
-    Every support row is a small dense block, a `[C, D]^T [C, E]` and a `[C, D] [D, E]`
-    product. The denominator has its own products, not a column of ones beside vf (the odd
-    width E + 1 made XLA's CPU products ~10% slower), and its sum over c is a product with
-    ones (faster than a reduction over the middle axis). The rows are processed `chunk` at a
-    time in a rematerialised `lax.scan`, so that no `[U, C, D]` gather or `[U, D, E]` state is
-    ever materialised whole, nor saved for the backward pass.
+    The result is `[B * N * H, Dv + 1]` in the accumulation dtype (float32 or float64).
+    `T_u = sum_c w[u, c] kf vf^T` and `s_u = sum_c w[u, c] kf` over the row's tokens (per batch
+    element and head). `chunk = (nodes, heads)` per step of a `lax.scan` (`_scan_step`), every row
+    a small dense block: either the C x C masked scores `w w^T * (q k^T)` times `[v, 1]`
+    (`quadratic`), or the `[Dk, Dv + 1]` state. The backward pass is written out (custom VJP):
+    it keeps only the inputs, regathers each step's rows once, and scatters the row gradients
+    straight into `dq`, `dk`, `dv` (no remat of the forward's scatter, no gradient of
+    gathers through zero-initialised scatters per step).
     """
-    rows, c = tokens.shape
-    chunk = min(chunk, rows)
-    pad = (-rows) % chunk
-    tokens = jnp.pad(tokens, ((0, pad), (0, 0))).reshape(-1, chunk, c)
-    weights = jnp.pad(weights, ((0, pad), (0, 0))).reshape(-1, chunk, c)
-
-    @jax.checkpoint
-    def block(z, rows):
-        t, w = rows
-        kw, qt = kf[t] * w[..., None], qf[t]
-        num = jnp.einsum("ucd,ude->uce", qt, jnp.einsum("ucd,uce->ude", kw, vf[t]))
-        den = jnp.einsum("ucd,ud->uc", qt, jnp.einsum("ucd,uc->ud", kw, jnp.ones_like(w)))
-        zc = jnp.concatenate([num, den[..., None]], axis=-1) * w[..., None]
-        return z.at[t.reshape(-1)].add(zc.reshape(-1, z.shape[-1])), None
-
-    init = jnp.zeros((qf.shape[0], vf.shape[-1] + 1), qf.dtype)
-    z, _ = jax.lax.scan(block, init, (tokens, weights))
-    return z
+    return _support_forward(qf, kf, vf, tokens, weights, chunk, shape, quadratic)
 
 
-@functools.partial(jax.jit, static_argnames=("cls_token", "node_chunk"))
+def _support_sums_fwd(qf, kf, vf, tokens, weights, chunk, shape, quadratic):
+    z = _support_forward(qf, kf, vf, tokens, weights, chunk, shape, quadratic)
+    return z, (qf, kf, vf, tokens, weights)
+
+
+def _support_sums_bwd(chunk, shape, quadratic, res, dz):
+    qf, kf, vf, tokens, weights = res
+    b = shape[0]
+    dk_, dv = qf.shape[-1], vf.shape[-1]
+    acc = dz.dtype
+
+    def step(carry, xs):
+        dq, dk, dvv = carry
+        t, w_step, first_head = xs
+        rows, qc, kc, vc, w = _gather_rows(qf, kf, vf, t, w_step, first_head, shape)
+        dzc = dz[rows].reshape(*w.shape, dv + 1)
+        dnum, dden = dzc[..., :dv], dzc[..., dv]
+        if quadratic:
+            scores = jnp.einsum("rcd,red->rce", qc, kc)
+            ww = w[:, :, None] * w[:, None, :]
+            da = jnp.einsum("rcd,red->rce", dnum, vc) + dden[:, :, None]  # d(masked scores)
+            dvc = jnp.einsum("rce,rcd->red", scores * ww, dnum)
+            dsw = da * scores
+            dw = jnp.einsum("rce,re->rc", dsw, w) + jnp.einsum("rec,re->rc", dsw, w)
+            da = da * ww
+            dqc = jnp.einsum("rce,red->rcd", da, kc)
+            dkc = jnp.einsum("rce,rcd->red", da, qc)
+        else:
+            kw = kc * w[..., None]
+            t_state, s_state = jnp.einsum("rcd,rce->rde", kw, vc), _sum_c(kw)
+            # g = d(out) / d(q_c) before the weight w_c
+            g = jnp.einsum("rce,rde->rcd", dnum, t_state) + dden[..., None] * s_state[:, None]
+            dw = jnp.sum(qc * g, axis=-1)
+            dqc = g * w[..., None]
+            dt_state = jnp.einsum("rcd,rce->rde", qc, dnum * w[..., None])
+            ds_state = jnp.einsum("rcd,rc->rd", qc, dden * w)
+            dkw = jnp.einsum("rce,rde->rcd", vc, dt_state) + ds_state[:, None]
+            dvc = jnp.einsum("rcd,rde->rce", kw, dt_state)
+            dw = dw + jnp.sum(kc * dkw, axis=-1)
+            dkc = dkw * w[..., None]
+        dw = dw.reshape(b, *t.shape[1:])
+        if t.shape[0] != b:  # shared by the batch
+            dw = dw.sum(axis=0, keepdims=True)
+        dq = dq.at[rows].add(dqc.reshape(-1, dk_))
+        dk = dk.at[rows].add(dkc.reshape(-1, dk_))
+        dvv = dvv.at[rows].add(dvc.reshape(-1, dv))
+        return (dq, dk, dvv), dw
+
+    init = (
+        jnp.zeros(qf.shape, acc),
+        jnp.zeros(kf.shape, acc),
+        jnp.zeros(vf.shape, acc),
+    )
+    xs = (
+        _support_steps(tokens, chunk),
+        _support_steps(weights, chunk),
+        _step_heads(tokens, chunk),
+    )
+    (dq, dk, dvv), dw = jax.lax.scan(step, init, xs)
+    dw = _support_unsteps(dw, weights.shape[2], weights.shape[1]).astype(weights.dtype)
+    return dq.astype(qf.dtype), dk.astype(kf.dtype), dvv.astype(vf.dtype), None, dw
+
+
+_support_sums.defvjp(_support_sums_fwd, _support_sums_bwd)
+
+
+@functools.partial(jax.jit, static_argnames=("cls_token", "node_chunk", "quadratic"))
 def support_masked_linear_attention(
-    q, k, v, tokens, weights, *, key_valid=None, cls_token: bool = False, node_chunk: int = 64
+    q,
+    k,
+    v,
+    tokens,
+    weights,
+    *,
+    key_valid=None,
+    cls_token: bool = False,
+    node_chunk: int = 64,
+    quadratic=None,
 ):
     """Linear attention (ReLU features) masked by `M_ij = phi_i . phi_j`, from node-major features.
 
@@ -456,8 +628,10 @@ def support_masked_linear_attention(
         T_u = sum_c w[u, c] relu(k_j) [v_j, 1]^T               (j = tokens[u, c])
         [num_i, den_i] = sum_{(u, c): tokens[u, c] = i} w[u, c] relu(q_i)^T T_u,
 
-    in O(U C Dk (Dv + 1)) time: every row is a `[C, Dk]^T [C, Dv + 1]` and a
-    `[C, Dk] [Dk, Dv + 1]` product, and only token vectors are gathered and scattered.
+    in O(U C min(C, Dk) (Dk + Dv)) time: every row is either the C x C masked scores
+    `w_c w_c' relu(q_c) . relu(k_c')` times `[v_c', 1]` (when C is below ~Dk, as with the
+    defaults) or a `[C, Dk]^T [C, Dv + 1]` state and a `[C, Dk] [Dk, Dv + 1]` product; only
+    token vectors are gathered (in the input dtype, from the input layout) and scattered.
 
     Args:
       q, k: `[B, N, H, Dk]`; v: `[B, N, H, Dv]`.
@@ -466,45 +640,53 @@ def support_masked_linear_attention(
       key_valid: optional boolean `[B, N]`; invalid tokens neither attend nor are attended
         (their outputs are zero).
       cls_token: token 0 has mask 1 to and from every token; its features are ignored.
-      node_chunk: support rows per scan step (a speed knob; the blocks of one step hold
-        `node_chunk * C * (2 Dk + Dv + 1)` gathered elements).
+      node_chunk: support nodes per scan step (a speed knob, `_scan_step`): of every batch
+        element and head on an accelerator, of every batch element and one head on CPU.
+      quadratic: force the C x C (True) or the `[Dk, Dv + 1]` state (False) form of the rows;
+        None picks the one with fewer FLOPs. Both compute the same sums.
 
     Returns:
       `[B, N, H, Dv]` in the dtype of v; rows with a zero denominator are zero.
     """
     acc = jnp.promote_types(jnp.promote_types(q.dtype, v.dtype), jnp.float32)
-    qf = jax.nn.relu(jnp.moveaxis(q, 2, 1).astype(acc))  # [B, H, N, Dk]
-    kf = jax.nn.relu(jnp.moveaxis(k, 2, 1).astype(acc))
-    if key_valid is not None:
-        kf = kf * key_valid[:, None, :, None].astype(acc)
-    vv = jnp.moveaxis(v, 2, 1).astype(acc)
+    b, n, h, dk = q.shape
+    dv = v.shape[-1]
     tokens = jnp.asarray(tokens)
     weights = jnp.asarray(weights).astype(acc)
     if cls_token:
         # CLS is outside the graph: its mask entries are added exactly below.
         weights = jnp.where(tokens == 0, 0.0, weights)
-    # Every (batch, head) is a block of one graph with B * H * N tokens (as in the general path).
-    b, h, n, d = qf.shape
-    dv = vv.shape[-1]
-    u, c = tokens.shape[-2:]
-    tokens = jnp.broadcast_to(tokens, (b, h, u, c))
-    tokens = tokens + (jnp.arange(b * h, dtype=tokens.dtype) * n).reshape(b, h, 1, 1)
-    weights = jnp.broadcast_to(weights, (b, h, u, c))
-    z = _node_blocks(
-        qf.reshape(b * h * n, d),
-        kf.reshape(b * h * n, d),
-        vv.reshape(b * h * n, dv),
-        tokens.reshape(b * h * u, c),
-        weights.reshape(b * h * u, c),
-        node_chunk,
-    ).reshape(b, h, n, dv + 1)
+    if tokens.ndim == 3:
+        tokens, weights = tokens[None], weights[None]
+    # ReLU and padding in the input dtype before the gathers (exact; for bfloat16 inputs the
+    # gathers move half the bytes); the sums are in `acc`.
+    qr = jax.nn.relu(q)
+    kr = jax.nn.relu(k if key_valid is None else jnp.where(key_valid[..., None, None], k, 0))
+    if quadratic is None:
+        quadratic = _quadratic_form(tokens.shape[-1], dk, dv)
+    z = _support_sums(
+        qr.reshape(-1, dk),
+        kr.reshape(-1, dk),
+        v.reshape(-1, dv),
+        tokens,
+        weights,
+        _scan_step(node_chunk, tokens.shape[2], h),
+        (b, n, h),
+        bool(quadratic),
+    ).reshape(b, n, h, dv + 1)
     if cls_token:
-        ve = jnp.concatenate([vv, jnp.ones_like(vv[..., :1])], axis=-1)
-        to_cls = jnp.einsum("bhnd,bhd->bhn", qf[:, :, 1:], kf[:, :, 0])
-        z = z.at[:, :, 1:].add(to_cls[..., None] * ve[:, :, :1])
-        from_cls = jnp.einsum("bhd,bhnd->bhn", qf[:, :, 0], kf)
-        z = z.at[:, :, 0].set(jnp.einsum("bhn,bhne->bhe", from_cls, ve))
-    return _normalise(z, key_valid, v.dtype)
+        qf, kf = qr.astype(acc), kr.astype(acc)
+        ve = jnp.concatenate([v.astype(acc), jnp.ones((b, n, h, 1), acc)], axis=-1)
+        to_cls = jnp.einsum("bnhd,bhd->bnh", qf[:, 1:], kf[:, 0])
+        z = z.at[:, 1:].add(to_cls[..., None] * ve[:, :1])
+        from_cls = jnp.einsum("bhd,bnhd->bnh", qf[:, 0], kf)
+        z = z.at[:, 0].set(jnp.einsum("bnh,bnhe->bhe", from_cls, ve))
+    num, den = z[..., :-1], z[..., -1:]
+    nonzero = den != 0
+    out = jnp.where(nonzero, num / jnp.where(nonzero, den, 1.0), 0.0)
+    if key_valid is not None:
+        out = out * key_valid[:, :, None, None].astype(out.dtype)
+    return out.astype(v.dtype)
 
 
 # ------------------------------------------------------------------ the general O(N) path
@@ -782,7 +964,8 @@ def apply(
       cls_token: token 0 is a CLS token with mask 1 to and from everything.
       slot_chunk: feature slots per scan step of the general path (resampled walks; a
         memory/speed knob only).
-      node_chunk: support nodes per scan step of the frozen-walk path (a speed knob only).
+      node_chunk: support nodes per scan step of the frozen-walk path (a speed knob only), of
+        every batch element and head on an accelerator, of one head on CPU.
       coords: `[B, N_g, C]` point coordinates (graph="knn").
       adjacency: int `[B, N_g, K]` or `[N_g, K]` neighbour list with ids in [0, N_g), -1 = empty
         (graph="input").
@@ -941,9 +1124,9 @@ def flops(c: cost.Call, hp) -> tuple[float, float]:
     # 2 + 2 FLOPs per (token, slot, dk, dv + 1) entry: 4·n·S·h·dk·(dv + 1); slots are padded to
     # a multiple of `slot_chunk`. This is the general path (resampled walks, and models built
     # abstractly). Frozen walks built concretely take the node-major support path instead, about
-    # 4·n·C·h·dk·(dv + 1) with C the most start nodes visiting one node (45-53 on grids at the
-    # defaults, against S = 220): C is known only after the walks are sampled, so for those
-    # models this count is an upper bound, about 4x the work done.
+    # 2·n·C·h·min(C (dk + dv + 1), 2·dk·(dv + 1)) with C the most start nodes visiting one node
+    # (45-53 on grids at the defaults, against S = 220): C is known only after the walks are
+    # sampled, so for those models this count is an upper bound, about 5-6x the work done.
     e = c.dv + 1
     chunk = min(hp["slot_chunk"], hp["n_walks"] * (hp["max_walk_len"] + 1))
     slots = math.ceil(hp["n_walks"] * (hp["max_walk_len"] + 1) / chunk) * chunk

@@ -107,21 +107,93 @@ def _check(q, k, v, variant, num_perms, shuffle_mode):
 
 
 def _take(x, idx):
-    return jnp.take_along_axis(x, idx, axis=1, mode="clip")
+    """`x[..., idx]` along the last axis, the leading axes of `x` and `idx` broadcast."""
+    batch = jnp.broadcast_shapes(x.shape[:-1], idx.shape[:-1])
+    x = jnp.broadcast_to(x, (*batch, x.shape[-1]))
+    idx = jnp.broadcast_to(idx, (*batch, idx.shape[-1]))
+    return jnp.take_along_axis(x, idx, axis=-1, mode="clip")
 
 
-def _order(sort_key, valid):
+def _unsigned(dtype):
+    return jnp.uint64 if jnp.dtype(dtype).itemsize == 8 else jnp.uint32
+
+
+def _sign_bit(utype):
+    return jnp.array(1 << (8 * jnp.dtype(utype).itemsize - 1), utype)
+
+
+def _sort_key(x):
+    """Unsigned integer keys in the order `lax.sort` gives floats (`-0.0 == +0.0`, NaNs last).
+
+    An order-preserving bijection of the bits once zeros and NaNs are canonicalised (as
+    `lax.sort`'s float comparator does at every comparison): a non-negative float gets its
+    sign bit set, a negative one all bits flipped. Integer keys sort several times faster on
+    CPU than floats under that comparator, and on a GPU they are what XLA hands to CUB's radix
+    sort when a value payload comes along (a float key with a payload stays on XLA's sort).
+    """
+    utype = _unsigned(x.dtype)
+    x = jnp.where(jnp.isnan(x), jnp.full_like(x, jnp.nan), x)
+    bits = lax.bitcast_convert_type(x, utype)
+    sign = _sign_bit(utype)
+    # -0.0 -> +0.0 on the bits (`x == 0` would also zero denormals where they flush to zero)
+    bits = jnp.where(bits == sign, jnp.zeros_like(bits), bits)
+    return jnp.where((bits & sign) != 0, ~bits, bits | sign)
+
+
+def _from_sort_key(key, dtype):
+    """Inverse of `_sort_key`, bit for bit but for -0.0 (back as +0.0) and NaN payloads."""
+    sign = _sign_bit(key.dtype)
+    return lax.bitcast_convert_type(jnp.where((key & sign) != 0, key ^ sign, ~key), dtype)
+
+
+def _padded_key(x, pad):
+    """`_sort_key(x)`, with the largest key (after every real value, NaN included) on padding."""
+    key = _sort_key(x)
+    if pad is None:
+        return key
+    return jnp.where(pad, jnp.array(jnp.iinfo(key.dtype).max, key.dtype), key)
+
+
+@jax.custom_jvp
+def _ascending(x, pad):
+    """`x` `[..., N]` sorted ascending along the last axis, padding (`pad` True) last.
+
+    The forward pass sorts the integer keys alone and reads the values back from them (no
+    payload, no gather); the derivative carries the sorting permutation (a stable key-index
+    sort, as `jnp.sort`'s) to the tangents. Entries past the real count are unspecified (the
+    caller zeroes padding).
+    """
+    key = _padded_key(x, None if pad.ndim == 0 else pad)
+    return _from_sort_key(lax.sort(key, dimension=x.ndim - 1, is_stable=True), x.dtype)
+
+
+@_ascending.defjvp
+def _ascending_jvp(primals, tangents):
+    x, pad = primals
+    key = _padded_key(x, None if pad.ndim == 0 else pad)
+    iota = lax.broadcasted_iota(jnp.int32, x.shape, x.ndim - 1)
+    key, perm = lax.sort((key, iota), dimension=x.ndim - 1, num_keys=1, is_stable=True)
+    return _from_sort_key(key, x.dtype), _take(tangents[0], perm)
+
+
+def _order(sort_key, pad):
     """Positions sorted real-first by ascending `sort_key`, ties and padding in position order.
 
-    `sort_key`, `valid`: `[B, N, H, Dv]` -> int32 `[B, N, H, Dv]`; entry r < L is the position
-    of the r-th smallest real value.
+    Along the last axis: `sort_key` (float or uint32) and `pad` (True = padding, or None)
+    broadcast to each other -> int32; entry r < L is the position of the r-th smallest real
+    value. Float keys and padding fold into one integer key when that is exact.
     """
-    iota = lax.broadcasted_iota(jnp.int32, sort_key.shape, 1)
+    shape = jnp.broadcast_shapes(sort_key.shape, () if pad is None else pad.shape)
+    iota = lax.broadcasted_iota(jnp.int32, shape, len(shape) - 1)
     sort_key = lax.stop_gradient(sort_key)
-    if valid is None:
-        return lax.sort((sort_key, iota), dimension=1, num_keys=1, is_stable=True)[1]
-    pad = jnp.where(valid, 0, 1).astype(jnp.int32)
-    return lax.sort((pad, sort_key, iota), dimension=1, num_keys=2, is_stable=True)[2]
+    if jnp.issubdtype(sort_key.dtype, jnp.floating):
+        key = jnp.broadcast_to(_padded_key(sort_key, pad), shape)
+        return lax.sort((key, iota), dimension=len(shape) - 1, num_keys=1, is_stable=True)[1]
+    key = jnp.broadcast_to(sort_key, shape)  # a hash: every uint32 value is taken
+    if pad is None:
+        return lax.sort((key, iota), dimension=len(shape) - 1, num_keys=1, is_stable=True)[1]
+    pad = jnp.broadcast_to(pad, shape).astype(jnp.int32)
+    return lax.sort((pad, key, iota), dimension=len(shape) - 1, num_keys=2, is_stable=True)[2]
 
 
 def _fmix32(x):
@@ -198,73 +270,88 @@ def apply(
         masks.as_4d(mask, b, h, n, n)  # still reject malformed masks
         valid = None
     else:
-        valid = key_padding(mask, b, h, n)
-        if valid is not None:
-            valid = jnp.broadcast_to(valid, v.shape)
+        valid = key_padding(mask, b, h, n)  # [B, N, H, 1]
 
-    if valid is None and variant == "ascend":  # fast path: the paper's default
-        return jnp.sort(v, axis=1).astype(out_dtype)
+    if variant == "max_exchange":  # no sort: in the input layout
+        out = _max_exchange(v, None if valid is None else jnp.broadcast_to(valid, v.shape))
+        return out.astype(out_dtype)
+    # Every column along the minor axis, `[B, H, Dv, N]`: a sort along a strided axis reads
+    # memory with stride H * Dv (XLA's GPU sort), and only a minor-axis sort can go to CUB.
+    v = jnp.transpose(v, (0, 2, 3, 1))
+    valid = None if valid is None else jnp.transpose(valid, (0, 2, 3, 1))  # [B, H, 1, N]
+    out = _sort_variant(v, valid, variant, num_perms, shuffle_mode, seed, resample, train, key)
+    if valid is not None:
+        out = jnp.where(valid, out, 0.0)
+    return jnp.transpose(out, (0, 3, 1, 2)).astype(out_dtype)
 
+
+def _max_exchange(v, valid):
+    """`max_exchange` on `[B, N, H, Dv]` (valid: None or the same shape)."""
     iota = lax.broadcasted_iota(jnp.int32, v.shape, 1)
+    neg = jnp.finfo(v.dtype).min
+    first = 0 if valid is None else jnp.argmax(valid, axis=1, keepdims=True)
+    top = jnp.argmax(v if valid is None else jnp.where(valid, v, neg), axis=1, keepdims=True)
+    src = jnp.where(iota == first, top, jnp.where(iota == top, first, iota))
+    out = jnp.take_along_axis(v, src, axis=1, mode="clip")
+    return out if valid is None else jnp.where(valid, out, 0.0)
+
+
+def _sort_variant(v, valid, variant, num_perms, shuffle_mode, seed, resample, train, key):
+    """The sorting variants on `[B, H, Dv, N]` columns; valid: None or `[B, H, 1, N]`."""
+    b, h, dv, n = v.shape
+    pad = None if valid is None else ~valid
+    iota = lax.broadcasted_iota(jnp.int32, v.shape, 3)
     if valid is None:
         rank = None  # real rank of a position == the position
         count = n
     else:
-        rank = jnp.cumsum(valid, axis=1, dtype=jnp.int32) - 1
-        count = jnp.sum(valid, axis=1, keepdims=True, dtype=jnp.int32)
+        rank = jnp.cumsum(valid, axis=-1, dtype=jnp.int32) - 1
+        count = jnp.sum(valid, axis=-1, keepdims=True, dtype=jnp.int32)
 
     def to_positions(src_by_rank):
         """Output at real position p reads the source of its rank: src_by_rank[rank[p]]."""
         return src_by_rank if rank is None else _take(src_by_rank, rank)
 
-    if variant == "max_exchange":
-        neg = jnp.finfo(v.dtype).min
-        first = 0 if valid is None else jnp.argmax(valid, axis=1, keepdims=True)
-        top = jnp.argmax(v if valid is None else jnp.where(valid, v, neg), axis=1, keepdims=True)
-        src = jnp.where(iota == first, top, jnp.where(iota == top, first, iota))
-        out = _take(v, src)
-    elif variant == "perm":
-        idx = _order(v, valid)
+    if variant in ("ascend", "descend", "half"):
+        # Sorted values straight from the integer keys; the permutation only in derivatives.
+        srt = _ascending(v, jnp.zeros((), bool) if pad is None else jnp.broadcast_to(pad, v.shape))
+        if variant != "ascend":
+            # Reversed ascending order (ties reversed too), real values only.
+            rev = (
+                jnp.flip(srt, -1) if valid is None else _take(srt, jnp.maximum(count - 1 - iota, 0))
+            )
+            if variant == "descend":
+                srt = rev
+            else:
+                channel = lax.broadcasted_iota(jnp.int32, v.shape, 2)
+                srt = jnp.where(channel < dv // 2, srt, rev)
+        return to_positions(srt)
+    if variant == "perm":
+        idx = _order(v, pad)
         if valid is None:
             sigma, real_pos = idx, None
         else:
             # The sorting permutation acts on the compacted real sequence: sigma[r] is the real
             # rank of the r-th smallest real value; the tail r >= L maps to itself.
             sigma = jnp.where(iota < count, _take(rank, idx), iota)
-            real_pos = _order(jnp.zeros_like(v), valid)
+            real_pos = _order(jnp.zeros(valid.shape, v.dtype), pad)  # [B, H, 1, N]
         c = iota
         out = jnp.zeros_like(v)
         for _ in range(num_perms):
             c = _take(sigma, c)
             src = c if real_pos is None else _take(real_pos, c)
             out = out + _take(v, to_positions(src))
-        out = out / num_perms
+        return out / num_perms
+    # shuffle: a fixed (or, resampled in training, keyed) order of hashed position keys
+    if resample and train:
+        if key is None:
+            raise ValueError("sliceformer shuffle: train=True with resample=True needs `key`")
+        word = jax.random.bits(key, (), jnp.uint32)
     else:
-        if variant == "shuffle":
-            if resample and train:
-                if key is None:
-                    raise ValueError(
-                        "sliceformer shuffle: train=True with resample=True needs `key`"
-                    )
-                word = jax.random.bits(key, (), jnp.uint32)
-            else:
-                word = _fmix32(jnp.uint32(seed % 2**32))
-            sort_key = jnp.broadcast_to(_shuffle_keys(word, v.shape, shuffle_mode), v.shape)
-        else:
-            sort_key = v
-        idx = _order(sort_key, valid)
-        if variant in ("descend", "half"):
-            rev = _take(idx, jnp.maximum(count - 1 - iota, 0))
-            if variant == "descend":
-                idx = rev
-            else:
-                channel = lax.broadcasted_iota(jnp.int32, v.shape, 3)
-                idx = jnp.where(channel < dv // 2, idx, rev)
-        out = _take(v, to_positions(idx))
-
-    if valid is not None:
-        out = jnp.where(valid, out, 0.0)
-    return out.astype(out_dtype)
+        word = _fmix32(jnp.uint32(seed % 2**32))
+    sort_key = _shuffle_keys(word, (b, n, h, dv), shuffle_mode)  # [1, N, 1|H, 1|Dv]
+    idx = _order(jnp.transpose(sort_key, (0, 2, 3, 1)), pad)  # one sort per distinct order
+    return _take(v, to_positions(idx))
 
 
 def flops(c: cost.Call, hp, **fixed) -> tuple[float, float]:

@@ -288,8 +288,10 @@ def test_sliceformer_compiled_cost_is_a_sort(name):
         flops.attention_flops(name, {}, n=256, m=256, heads=h, head_dim=64, elementwise=False) == 0
     )
     assert 4.0 <= large / small <= 6.0
-    # XLA's sort charge plus the index bookkeeping: at most 3 log2(n) per value element.
-    assert large <= 3 * 1024 * h * dv * math.log2(1024)
+    # XLA's sort charge plus the bookkeeping around it (the order-preserving integer keys and
+    # back, ~10 elementwise ops each way, and the padding / index work): at most 4 log2(n) per
+    # value element (3.4 measured at n = 1024 with the integer-key sort).
+    assert large <= 4 * 1024 * h * dv * math.log2(1024)
 
 
 # ------------------------------------------------------------------------------ whole models
