@@ -32,10 +32,10 @@ lint: venv
 # `make test` (what CI runs) stays under 10 minutes on 2 cores; `make test-slow` runs the
 # longer tier (tests marked `slow`: the full LRA task x mechanism grid, extra fault injections).
 test: lint
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=15 -m "not slow"
+	$(BIN)/python -m pytest -q -n 2 --durations=15 -m "not slow"
 
 test-slow: venv
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=15 -m slow
+	$(BIN)/python -m pytest -q -n 2 --durations=15 -m slow
 
 # On a GPU machine. GPU_PYTHON: an interpreter with CUDA jax and attnbench's dependencies; by
 # default .venv, given the cuda extra (GPU_EXTRAS) on first use. `make test-gpu` runs the fast

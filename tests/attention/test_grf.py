@@ -312,7 +312,11 @@ def test_support_features_are_the_walk_features():
 
 @pytest.mark.parametrize(
     "cls_token,padding,node_chunk",
-    [(False, False, 64), (False, True, 1), (True, True, 5)],
+    [  # the fast tier checks the hardest case; the other two are `make test-slow`'s
+        pytest.param(False, False, 64, marks=pytest.mark.slow),
+        pytest.param(False, True, 1, marks=pytest.mark.slow),
+        (True, True, 5),
+    ],
     ids=["plain", "padding_chunk1", "cls_padding_chunk5"],
 )
 def test_support_path_equals_the_general_path_forward_and_gradients(cls_token, padding, node_chunk):

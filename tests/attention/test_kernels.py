@@ -325,6 +325,7 @@ def _tpu_pallas(mask=None, bias=None):
     )
 
 
+@pytest.mark.slow  # the TPU kernel in interpret mode, ~8 s; `make test-slow`
 def test_tpu_pallas_interpret_key_padding_as_segment_ids_with_bias():
     from jax.experimental.pallas import tpu as pltpu
 
@@ -337,6 +338,7 @@ def test_tpu_pallas_interpret_key_padding_as_segment_ids_with_bias():
         _check_against_reference(attend, q, k, v, mask, bias)
 
 
+@pytest.mark.slow  # the TPU kernel in interpret mode, ~8 s; `make test-slow`
 def test_tpu_pallas_interpret_general_mask_under_jit():
     from jax.experimental.pallas import tpu as pltpu
 

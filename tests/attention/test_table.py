@@ -61,7 +61,10 @@ def _setup(name, case, seed=0):
 _ALL = [(name, kind) for name, case in sorted(CASES.items()) for kind in case.masks]
 
 
-@pytest.mark.parametrize("use_jit", [False, True], ids=["eager", "jit"])
+# Eager (op by op) is the slow tier (`make test-slow`): ~35 s of the 10-minute budget.
+@pytest.mark.parametrize(
+    "use_jit", [pytest.param(False, marks=pytest.mark.slow), True], ids=["eager", "jit"]
+)
 @pytest.mark.parametrize("name,mask_kind", _ALL)
 def test_matches_reference(name, mask_kind, use_jit):
     case = CASES[name]

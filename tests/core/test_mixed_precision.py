@@ -121,7 +121,10 @@ def test_auto_run_records_the_resolved_dtype_and_refuses_another_backend(tmp_pat
 # ---- what computes in which dtype -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("spec", [SMOKE, f"{SMOKE},model=samsa,k=8"])
+# the SAMSA encoder's case is the slow tier (`make test-slow`)
+@pytest.mark.parametrize(
+    "spec", [SMOKE, pytest.param(f"{SMOKE},model=samsa,k=8", marks=pytest.mark.slow)]
+)
 def test_bf16_keeps_parameters_and_optimizer_state_float32(spec):
     config = _config(spec)
     task, (graphdef, state, optimizer, schedule) = _state(config)
@@ -153,7 +156,10 @@ def _spy_mechanisms(model, seen: set) -> None:
         block.attn.mechanism = dataclasses.replace(mech, apply=apply)
 
 
-@pytest.mark.parametrize("spec", [SMOKE, f"{SMOKE},model=samsa,k=8"])
+# the SAMSA encoder's case is the slow tier (`make test-slow`)
+@pytest.mark.parametrize(
+    "spec", [SMOKE, pytest.param(f"{SMOKE},model=samsa,k=8", marks=pytest.mark.slow)]
+)
 def test_bf16_activations_between_layers_float32_logits_and_loss(spec, monkeypatch):
     config = _config(spec)
     task, (graphdef, state, _, _) = _state(config)

@@ -87,11 +87,14 @@ def test_smoke_run_writes_config_metrics_and_summary(tmp_path):
     ],
 )
 def test_killed_run_resumes_to_identical_params_and_metrics(
-    tmp_path, kill_at, use_async, resumes_from
+    tmp_path, request, kill_at, use_async, resumes_from
 ):
     ref, resumed = tmp_path / "ref", tmp_path / "resumed"
     flag = f"--config.async_checkpoints={use_async}"
-    assert _run_cli(ref, flag).returncode == 0
+    if use_async:
+        assert _run_cli(ref, flag).returncode == 0
+    else:  # the same uninterrupted run as the damaged-checkpoint tests'
+        ref = request.getfixturevalue("sync_reference")
     killed = _run_cli(resumed, flag, env={"ATTNBENCH_KILL_AT_STEP": str(kill_at)})
     assert killed.returncode == -9, killed.stderr[-2000:]
     assert not (resumed / "summary.json").exists()
@@ -172,6 +175,7 @@ def test_damaged_latest_checkpoint_falls_back_to_the_previous_step(
     assert _records(ref, "val") == _records(resumed, "val")
 
 
+@pytest.mark.slow  # ~25 s on 2 cores; `make test-slow`
 def test_no_intact_checkpoint_is_one_clear_error(tmp_path):
     w = tmp_path / "w"
     flag = "--config.async_checkpoints=False"
@@ -234,6 +238,7 @@ def _strip_rates(records, like):
     return [{**r, **{k: ref[k] for k in keys}} for r, ref in zip(records, like, strict=True)]
 
 
+@pytest.mark.slow  # ~45 s on 2 cores; `make test-slow`
 def test_one_and_four_devices_give_the_same_loss_curve(tmp_path):
     one = _run_cli(tmp_path / "one", devices=1)
     four = _run_cli(tmp_path / "four", devices=4)

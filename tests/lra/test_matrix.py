@@ -25,9 +25,29 @@ RECIPES = (
     ("gfsa", ""),
 )
 _STEPS = 4
-# `make test` runs every mechanism and recipe on ListOps (the shortest sequences); the other
-# four tasks' pairs are the `slow` tier (`make test-slow`), each task still end to end below.
+# `make test` (the 10-minute tier) trains one mechanism of each family and the LRA and SAMSA
+# recipes on ListOps (the shortest sequences), and runs ListOps and Text end to end; everything
+# else (the variants of a family, the other recipes, the other four tasks' pairs, Retrieval,
+# Image and Pathfinder end to end) is the `slow` tier (`make test-slow`).
+FAST_MECHANISMS = (
+    "softmax",
+    "linear",
+    "performer",
+    "linformer",
+    "local",
+    "sliceformer",
+    "gfsa",
+    "grf",
+    "samsa",
+    "ssa",
+)
+FAST_RECIPES = (("transformer", ""), ("samsa", "mode=hard"))
+FAST_END_TO_END = ("listops", "text")
 TASK_TIERS = [pytest.param(t, marks=() if t == "listops" else pytest.mark.slow) for t in TASKS]
+
+
+def _tiered(values, fast):
+    return [pytest.param(*v, marks=() if v in fast else pytest.mark.slow) for v in values]
 
 
 def _write_aclimdb(root, rng):
@@ -130,19 +150,21 @@ def _check(losses):
 
 
 @pytest.mark.parametrize("task", TASK_TIERS)
-@pytest.mark.parametrize("name", attention.names())
+@pytest.mark.parametrize(
+    "name", _tiered([(n,) for n in attention.names()], [(n,) for n in FAST_MECHANISMS])
+)
 def test_task_by_mechanism(task, name, official):
     # k=8: SAMSA's sampled tokens must fit the smoke sequences.
     _check(_losses(task, f"attn={name},k=8", official))
 
 
 @pytest.mark.parametrize("task", TASK_TIERS)
-@pytest.mark.parametrize("recipe,extra", RECIPES)
+@pytest.mark.parametrize("recipe,extra", _tiered(RECIPES, FAST_RECIPES))
 def test_task_by_paper_recipe(task, recipe, extra, official):
     _check(_losses(task, ",".join(filter(None, [f"model={recipe}", extra])), official))
 
 
-@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("task", _tiered([(t,) for t in TASKS], [(t,) for t in FAST_END_TO_END]))
 def test_task_end_to_end(task, official, tmp_path):
     summary = train.train_and_evaluate(_config(task, "", official), tmp_path / "run")
     assert summary["task"] == f"lra.{task}"

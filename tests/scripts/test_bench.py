@@ -124,6 +124,7 @@ def test_pipeline_bench_compares_with_training_rates(tmp_path):
     assert table.startswith("<!-- generated") and "lra/listops.py:preset=smoke" in table
 
 
+@pytest.mark.slow  # a subprocess per record, ~14 s; `make test-slow`
 def test_isolated_attention_run_records_its_own_peak_rss_and_hparams(tmp_path):
     bench.main(
         ["attention", "--mechanisms", "samsa:k=8,mode='soft'", "--lengths", "32"]
@@ -158,6 +159,7 @@ def test_bad_arguments_fail_before_running_with_the_problem_named(argv, message,
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow  # ~40 s on 2 cores; `make test-slow`
 def test_train_bench_writes_steps_per_s_and_memory_per_mechanism_and_length(tmp_path):
     bench.main(
         ["train", "--config", "configs/lra/text.py:preset=smoke", "--mechanisms", "softmax"]

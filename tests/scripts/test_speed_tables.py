@@ -3,7 +3,9 @@ numbers beside ours, read from the table configs' measured cells (no second copy
 FLOP counts show the paper's complexity claim."""
 
 import dataclasses
+import fcntl
 import json
+import os
 import pathlib
 import re
 
@@ -12,18 +14,29 @@ import pytest
 from core import paper_tables, speed, speed_tables
 from scripts import speed_tables as script
 
-# One xdist worker runs this module, so the module fixture measures the tables once (make test
-# passes --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("speed_tables")
+# The `slow` tier (`make test-slow`): measuring every table at smoke scale takes ~90 s of one
+# core, a sixth of `make test`'s budget.
+pytestmark = pytest.mark.slow
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Every table config whose cells `core.speed_tables` reports.
 SOURCES = sorted({key for keys in speed_tables.SOURCES.values() for key in keys})
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def out(tmp_path_factory):
-    path = tmp_path_factory.mktemp("speed")
-    script.main(["--scale", "smoke", "--out", str(path), "--no-isolate"])
+    """The tables, measured once per test session: xdist workers share the session's temporary
+    root, and the first to take the lock measures while the others wait and read its files
+    (xdist 3.8's `--dist loadgroup` does not keep a module on one worker)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by the workers of this session
+    path = root / "speed_tables"
+    path.mkdir(exist_ok=True)
+    with open(path / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (path / ".done").exists():
+            script.main(["--scale", "smoke", "--out", str(path), "--no-isolate"])
+            (path / ".done").touch()
     return path
 
 

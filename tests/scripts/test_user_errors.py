@@ -210,7 +210,28 @@ CASES = [
 STARTED = {"non-finite-loss"}
 
 
-@pytest.mark.parametrize("case,build,expected", CASES, ids=[c[0] for c in CASES])
+# Cases whose check is one more rule of a path the fast cases already cross (the config checker
+# of core/validate.py, unit-tested rule by rule in tests/core/test_validate.py; argument
+# parsing): a subprocess each, ~3 s, so they are the slow tier (`make test-slow`).
+SLOW_CASES = {
+    "dropout-above-one",
+    "zero-heads",
+    "negative-lr",
+    "total-steps-zero",
+    "eval-every-zero",
+    "unknown-pool",
+    "override-k-above-tokens",
+    "unknown-schedule",
+    "flops-negative-length",
+    "reproduce-negative-seeds",
+    "reproduce-zero-jobs",
+    "wrong-type",
+    "official-too-long-for-smoke",
+}
+_TIERED = [pytest.param(*c, marks=pytest.mark.slow) if c[0] in SLOW_CASES else c for c in CASES]
+
+
+@pytest.mark.parametrize("case,build,expected", _TIERED, ids=[c[0] for c in CASES])
 def test_user_error_is_one_line_and_exit_2(tmp_path, case, build, expected):
     out = _run(build(tmp_path))
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
