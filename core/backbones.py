@@ -125,6 +125,8 @@ def _transformer_flops(encoder: layers.TransformerEncoder, tally, *, n: int, mas
         _norm_flops(block.ln1, tally, n=n, ops=cost.LAYERNORM)
         _norm_flops(block.ln2, tally, n=n, ops=cost.LAYERNORM)
         tally.add("norms/other", elementwise=2 * n * dim)  # residual adds
+        if block.layer_scale is not None:
+            tally.add("norms/other", elementwise=2 * n * dim)  # LayerScale products
         _attention_flops(block.attn, tally, n=n, layer_index=i, masked=masked)
         _mlp_flops(block.mlp, tally, n=n)
     _norm_flops(encoder.norm, tally, n=n, ops=cost.LAYERNORM)
@@ -146,12 +148,10 @@ def _samsa_flops(encoder: samsa_block.SAMSAEncoder, tally, *, n: int, masked: bo
 
 @register("transformer", flops=_transformer_flops)
 def transformer(*, model_cfg, attention_cfg, max_len: int, rngs):
+    """The pre-LN encoder; besides the LRA fields, the optional vision fields `drop_path`
+    (with `drop_path_decay`, linear or uniform), `layer_scale` (None = off), `qkv_bias` and
+    `out_bias` (default off, as LRA)."""
     m = model_cfg
-    if m.get("drop_path"):
-        raise errors.ConfigError(
-            f"config.model.drop_path={m.drop_path}: stochastic depth is a field of the samsa "
-            "encoder; set it to 0.0 with encoder='transformer'"
-        )
     return layers.TransformerEncoder(
         num_layers=m.num_layers,
         dim=m.dim,
@@ -163,6 +163,11 @@ def transformer(*, model_cfg, attention_cfg, max_len: int, rngs):
         max_len=max_len,
         positions=m.positions,
         dtype=jnp.dtype(m.dtype),
+        drop_path=m.get("drop_path", 0.0),
+        drop_path_decay=m.get("drop_path_decay", "linear"),
+        layer_scale=m.get("layer_scale", None),
+        qkv_bias=m.get("qkv_bias", False),
+        out_bias=m.get("out_bias", False),
         rngs=rngs,
     )
 

@@ -34,6 +34,8 @@ __all__ = [
     "resolve_dtype",
     "compute_dtype",
     "dropout",
+    "drop_path",
+    "drop_path_rates",
     "split_keys",
     "sinusoidal_positions",
     "add_sinusoid",
@@ -99,6 +101,27 @@ def dropout(x, rate: float, key, train: bool):
     return jnp.where(keep, x / (1.0 - rate), 0.0).astype(x.dtype)
 
 
+def drop_path(x, rate: float, key, train: bool):
+    """Stochastic depth: zeroes the whole branch `x [B, ...]` per example with probability
+    `rate` (scaling the kept ones by `1 / (1 - rate)`); identity at evaluation."""
+    if not train or rate == 0.0:
+        return x
+    keep = dropout(jnp.ones((x.shape[0],) + (1,) * (x.ndim - 1), x.dtype), rate, key, train)
+    return x * keep
+
+
+def drop_path_rates(rate: float, num_layers: int, decay: str = "linear") -> list[float]:
+    """Per-layer stochastic-depth rates: "linear" rises from 0 at the first layer to `rate` at
+    the last (DeiT / timm's `drop_path_rate`, Huang et al. 2016's linear decay rule), "uniform"
+    is `rate` everywhere (CaiT, SAMSA)."""
+    if decay == "uniform":
+        return [float(rate)] * num_layers
+    if decay != "linear":
+        raise ValueError(f"unknown drop-path decay {decay!r}; known: linear, uniform")
+    # numpy.linspace(0, rate, num_layers): a single layer gets 0, as timm's
+    return [float(rate) * i / max(num_layers - 1, 1) for i in range(num_layers)]
+
+
 def split_keys(key, n: int) -> list:
     """`n` keys from `key`, or `n` Nones when there is none (evaluation)."""
     return [None] * n if key is None else list(jax.random.split(key, n))
@@ -147,9 +170,11 @@ class Buffer(nnx.Variable):
 class Attention(nnx.Module):
     """Multi-head self-attention whose core is a registered `attention` mechanism.
 
-    q/k/v/out projections (xavier-uniform, no bias, as LRA) around `mechanism.apply`; no q/k
-    projections for mechanisms that do not use them (Sliceformer). The mechanism's own arrays
-    are `nnx.Param`s under `self.mechanism_params`, its `"buffers"` are `Buffer`s.
+    q/k/v/out projections (xavier-uniform, no bias, as LRA; `qkv_bias` / `out_bias` and
+    `kernel_init` for the vision recipes: timm's ViT has both biases, vit-pytorch only the
+    output's) around `mechanism.apply`; no q/k projections for mechanisms that do not use them
+    (Sliceformer). The mechanism's own arrays are `nnx.Param`s under `self.mechanism_params`,
+    its `"buffers"` are `Buffer`s.
     """
 
     def __init__(
@@ -163,6 +188,9 @@ class Attention(nnx.Module):
         layer_index: int = 0,
         num_layers: int = 1,
         dtype=jnp.float32,
+        qkv_bias: bool = False,
+        out_bias: bool = False,
+        kernel_init=_xavier,
         rngs: nnx.Rngs,
     ):
         if qkv_dim % num_heads:
@@ -174,8 +202,8 @@ class Attention(nnx.Module):
             return nnx.LinearGeneral(
                 dim,
                 (num_heads, head_dim),
-                use_bias=False,
-                kernel_init=_xavier,
+                use_bias=qkv_bias,
+                kernel_init=kernel_init,
                 dtype=dtype,
                 rngs=rngs,
             )
@@ -187,8 +215,8 @@ class Attention(nnx.Module):
             (num_heads, head_dim),
             dim,
             axis=(-2, -1),
-            use_bias=False,
-            kernel_init=_xavier,
+            use_bias=out_bias,
+            kernel_init=kernel_init,
             dtype=dtype,
             rngs=rngs,
         )
@@ -230,9 +258,18 @@ class Attention(nnx.Module):
 class MlpBlock(nnx.Module):
     """Dense -> GELU -> dropout -> Dense -> dropout (the LRA MlpBlock)."""
 
-    def __init__(self, dim: int, mlp_dim: int, dropout_rate: float, *, dtype, rngs: nnx.Rngs):
-        self.fc1 = nnx.Linear(dim, mlp_dim, kernel_init=_xavier, dtype=dtype, rngs=rngs)
-        self.fc2 = nnx.Linear(mlp_dim, dim, kernel_init=_xavier, dtype=dtype, rngs=rngs)
+    def __init__(
+        self,
+        dim: int,
+        mlp_dim: int,
+        dropout_rate: float,
+        *,
+        dtype,
+        kernel_init=_xavier,
+        rngs: nnx.Rngs,
+    ):
+        self.fc1 = nnx.Linear(dim, mlp_dim, kernel_init=kernel_init, dtype=dtype, rngs=rngs)
+        self.fc2 = nnx.Linear(mlp_dim, dim, kernel_init=kernel_init, dtype=dtype, rngs=rngs)
         self.rate = dropout_rate
 
     def __call__(self, x, *, train: bool, key=None):
@@ -242,7 +279,12 @@ class MlpBlock(nnx.Module):
 
 
 class EncoderBlock(nnx.Module):
-    """Pre-LN block: x + drop(attn(LN(x))); x + mlp(LN(x))."""
+    """Pre-LN block: x + drop(attn(LN(x))); x + mlp(LN(x)).
+
+    Options of the vision recipes: `drop_path` (stochastic depth of each branch), `layer_scale`
+    (CaiT's LayerScale: each branch times a learned per-channel vector initialised to this
+    value; None = off), and the attention's `qkv_bias` / `out_bias` / `kernel_init`.
+    """
 
     def __init__(
         self,
@@ -258,6 +300,11 @@ class EncoderBlock(nnx.Module):
         rngs: nnx.Rngs,
         layer_index: int = 0,
         num_layers: int = 1,
+        drop_path: float = 0.0,
+        layer_scale: float | None = None,
+        qkv_bias: bool = False,
+        out_bias: bool = False,
+        kernel_init=_xavier,
     ):
         self.ln1 = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
         self.attn = Attention(
@@ -269,17 +316,37 @@ class EncoderBlock(nnx.Module):
             layer_index=layer_index,
             num_layers=num_layers,
             dtype=dtype,
+            qkv_bias=qkv_bias,
+            out_bias=out_bias,
+            kernel_init=kernel_init,
             rngs=rngs,
         )
         self.ln2 = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
-        self.mlp = MlpBlock(dim, mlp_dim, dropout_rate, dtype=dtype, rngs=rngs)
+        self.mlp = MlpBlock(
+            dim, mlp_dim, dropout_rate, dtype=dtype, kernel_init=kernel_init, rngs=rngs
+        )
         self.rate = dropout_rate
+        self.drop_path = drop_path
+        if layer_scale is not None:
+            self.gamma1 = nnx.Param(jnp.full((dim,), layer_scale, jnp.float32))
+            self.gamma2 = nnx.Param(jnp.full((dim,), layer_scale, jnp.float32))
+        self.layer_scale = layer_scale
+
+    def _branch(self, x, h, gamma, key, train):
+        if self.layer_scale is not None:
+            h = h * gamma[...].astype(h.dtype)
+        return x + drop_path(h, self.drop_path, key, train)
 
     def __call__(self, x, *, mask=None, train: bool = False, key=None, **inputs):
         k_attn, k_drop, k_mlp = split_keys(key, 3)
+        # Stochastic depth draws from its own stream, so blocks without it keep LRA's keys.
+        paths = None if key is None or not self.drop_path else jax.random.fold_in(key, 1 << 20)
+        k_path1, k_path2 = split_keys(paths, 2)
         h = self.attn(self.ln1(x), mask=mask, train=train, key=k_attn, **inputs)
-        x = x + dropout(h, self.rate, k_drop, train)
-        return x + self.mlp(self.ln2(x), train=train, key=k_mlp)
+        h = dropout(h, self.rate, k_drop, train)
+        x = self._branch(x, h, getattr(self, "gamma1", None), k_path1, train)
+        h = self.mlp(self.ln2(x), train=train, key=k_mlp)
+        return self._branch(x, h, getattr(self, "gamma2", None), k_path2, train)
 
 
 class TransformerEncoder(nnx.Module):
@@ -293,6 +360,8 @@ class TransformerEncoder(nnx.Module):
       attention_cfg: mapping with `name` and the mechanism's hyper-parameters.
       positions: "sinusoidal" (fixed) or "learned" (normal(0.02) init) or "none".
       max_len: the longest sequence (including any CLS token).
+      drop_path, drop_path_decay: stochastic depth, its per-layer rates (`drop_path_rates`).
+      layer_scale, qkv_bias, out_bias, kernel_init: per block (`EncoderBlock`).
     """
 
     def __init__(
@@ -308,9 +377,16 @@ class TransformerEncoder(nnx.Module):
         max_len: int,
         positions: str = "sinusoidal",
         dtype=jnp.float32,
+        drop_path: float = 0.0,
+        drop_path_decay: str = "linear",
+        layer_scale: float | None = None,
+        qkv_bias: bool = False,
+        out_bias: bool = False,
+        kernel_init=_xavier,
         rngs: nnx.Rngs,
     ):
         mech = mechanism(attention_cfg)
+        path_rates = drop_path_rates(drop_path, num_layers, drop_path_decay)
         if positions not in ("sinusoidal", "learned", "none"):
             raise ValueError(f"unknown positions {positions!r}; known: sinusoidal, learned, none")
         self.positions = positions
@@ -331,6 +407,11 @@ class TransformerEncoder(nnx.Module):
                 rngs=rngs,
                 layer_index=i,
                 num_layers=num_layers,
+                drop_path=path_rates[i],
+                layer_scale=layer_scale,
+                qkv_bias=qkv_bias,
+                out_bias=out_bias,
+                kernel_init=kernel_init,
             ),
             num_layers,
         )

@@ -16,7 +16,14 @@ import numpy as np
 
 from core import flops
 
-__all__ = ["ssa_exaflop", "gfsa_extra_params", "softmax_numerics", "permutation_mae"]
+__all__ = [
+    "ssa_exaflop",
+    "gfsa_extra_params",
+    "model_params_m",
+    "model_gmacs",
+    "softmax_numerics",
+    "permutation_mae",
+]
 
 
 def ssa_exaflop(run: str) -> float:
@@ -25,6 +32,31 @@ def ssa_exaflop(run: str) -> float:
     if run not in flops.SSA_RUNS:
         raise ValueError(f"unknown SSA run {run!r}; known: {', '.join(flops.SSA_RUNS)}")
     return flops.ssa_training_flops(run) / 1e18
+
+
+# --------------------------------------------------------------------------------------------
+# Model sizes: "#Params" and "FLOPs" columns, from the model a recipe builds.
+
+
+def _recipe(config: str):
+    from core import config as config_lib
+
+    return config_lib.load(config)
+
+
+def model_params_m(config: str) -> float:
+    """Trainable parameters, in millions, of the model the recipe `config`
+    (`configs/<domain>/<task>.py:<args>`, paper preset) builds, counted on the built
+    (abstract) model (`core.flops.count`)."""
+    return flops.count(_recipe(config)).params / 1e6
+
+
+def model_gmacs(config: str) -> float:
+    """Forward multiply-accumulates per example, in billions, of the recipe's model: half our
+    matmul FLOPs (`core.flops.count`, checked against XLA's cost analysis in the tests). The
+    vision papers' "FLOPs" columns are fvcore / ptflops counts, which count one
+    multiply-accumulate as one FLOP and leave elementwise work out (DeiT-S "4.6 G")."""
+    return flops.count(_recipe(config), batch=1).matmul_flops / 2 / 1e9
 
 
 # --------------------------------------------------------------------------------------------

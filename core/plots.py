@@ -7,7 +7,12 @@ import pathlib
 
 from core import io
 
-__all__ = ["learning_curves"]
+__all__ = ["learning_curves", "compare_runs"]
+
+
+def _records(workdir) -> list[dict]:
+    path = pathlib.Path(workdir) / "metrics.jsonl"
+    return [json.loads(ln) for ln in path.read_text().splitlines() if ln]
 
 
 def learning_curves(workdir, *, title: str = "") -> pathlib.Path | None:
@@ -21,7 +26,7 @@ def learning_curves(workdir, *, title: str = "") -> pathlib.Path | None:
     import matplotlib.pyplot as plt
 
     workdir = pathlib.Path(workdir)
-    records = [json.loads(ln) for ln in (workdir / "metrics.jsonl").read_text().splitlines() if ln]
+    records = _records(workdir)
     if not records:
         return None
     metrics = [k for k in ("loss", "accuracy") if any(k in r for r in records)]
@@ -38,3 +43,30 @@ def learning_curves(workdir, *, title: str = "") -> pathlib.Path | None:
     fig.suptitle(title or workdir.name)
     fig.tight_layout()
     return io.save_figure(fig, workdir / "learning_curves.png", dpi=100)
+
+
+def compare_runs(runs: dict, out, *, title: str = "") -> pathlib.Path:
+    """Writes `out` (a PNG): several runs' training loss and validation accuracy per step on
+    shared axes. `runs` maps a label to a run directory (with `metrics.jsonl`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 4))
+    for label, workdir in runs.items():
+        records = _records(workdir)
+        train = [(r["step"], r["loss"]) for r in records if r["split"] == "train"]
+        val = [(r["step"], r["accuracy"]) for r in records if r["split"] == "val"]
+        if train:
+            ax_loss.plot(*zip(*train, strict=True), label=label)
+        if val:
+            ax_acc.plot(*zip(*val, strict=True), "o-", label=label, markersize=4)
+    for ax, name in ((ax_loss, "training loss"), (ax_acc, "validation accuracy")):
+        ax.set_xlabel("step")
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    return io.save_figure(fig, out, dpi=100)

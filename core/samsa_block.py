@@ -24,13 +24,8 @@ from core import layers
 __all__ = ["drop_path", "SAMSABlock", "SAMSAEncoder"]
 
 
-def drop_path(x, rate: float, key, train: bool):
-    """Stochastic depth: zeroes the whole branch `x [B, ...]` per example with probability
-    `rate` (scaling the kept ones by `1 / (1 - rate)`); identity at evaluation."""
-    if not train or rate == 0.0:
-        return x
-    keep = layers.dropout(jnp.ones((x.shape[0],) + (1,) * (x.ndim - 1), x.dtype), rate, key, train)
-    return x * keep
+# Stochastic depth lives with the shared blocks; this name is kept for SAMSA's callers.
+drop_path = layers.drop_path
 
 
 class SAMSABlock(nnx.Module):

@@ -19,13 +19,13 @@ from collections.abc import Callable
 import ml_collections
 
 import attention
-from core import errors, evaluators
+from core import backbones, errors, evaluators
 
 __all__ = ["check", "problems", "attention_length"]
 
 POOLS = ("cls", "mean", "sum")
 POSITIONS = ("sinusoidal", "learned", "none")
-ENCODERS = ("transformer", "samsa")
+ENCODERS = ("transformer", "samsa")  # the core backbones; domains register more (swin, ...)
 # config.model.dtype: a compute dtype (core.layers.COMPUTE_DTYPES; parameters stay float32), or
 # "auto": bfloat16 on GPU/TPU, float32 on CPU, resolved at run start (core.layers.resolve_dtype).
 DTYPES = ("float32", "bfloat16", "float16", "auto")
@@ -119,7 +119,8 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
         r(m, p, field, lambda v: _finite(v) and 0 <= v < 1, "must be in [0, 1)")
     r(m, p, "pool", lambda v: v in POOLS, f"must be one of {', '.join(POOLS)}")
     r(m, p, "positions", lambda v: v in POSITIONS, f"must be one of {', '.join(POSITIONS)}")
-    r(m, p, "encoder", lambda v: v in ENCODERS, f"must be one of {', '.join(ENCODERS)}")
+    encoders = sorted(set(ENCODERS) | set(backbones.names()))
+    r(m, p, "encoder", lambda v: v in encoders, f"must be one of {', '.join(encoders)}")
     r(m, p, "dtype", lambda v: v in DTYPES, f"must be one of {', '.join(DTYPES)}")
     if m is not None and pos(m.get("qkv_dim")) and pos(m.get("num_heads")):
         if m.qkv_dim % m.num_heads:

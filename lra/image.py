@@ -60,7 +60,7 @@ from collections.abc import Sequence
 import ml_collections
 import numpy as np
 
-from core import cache, cifar, idx
+from core import cache, cifar, fashion_mnist
 
 __all__ = [
     "NUM_CLASSES",
@@ -89,13 +89,10 @@ CIFAR_TRAIN_FILES = cifar.CIFAR10_TRAIN_FILES
 CIFAR_TEST_FILE = cifar.CIFAR10_TEST_FILE
 CIFAR_FILES = cifar.CIFAR10_FILES
 
-STANDIN_PACKAGE = "dataset-fashion-mnist"
-DEFAULT_STANDIN_DIR = "/usr/share/datasets/fashion-mnist"  # where the Debian package puts it
-STANDIN_FILES: dict[str, tuple[str, str]] = {  # split -> (images, labels)
-    "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
-    "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
-}
-_MNIST_SIZE = 28
+STANDIN_PACKAGE = fashion_mnist.PACKAGE
+DEFAULT_STANDIN_DIR = fashion_mnist.DEFAULT_DIR
+STANDIN_FILES = fashion_mnist.FILES
+_MNIST_SIZE = fashion_mnist.SIZE
 _PAD = (HEIGHT - _MNIST_SIZE) // 2  # 2 zero pixels on each side: 28 + 2 + 2 = 32
 
 _SPLITS = ("train", "val", "test")
@@ -213,16 +210,11 @@ def read_cifar10(directory: str | os.PathLike) -> dict[str, tuple[np.ndarray, np
 
 
 def _standin_missing(directory: pathlib.Path, missing: Sequence[str]) -> cache.DataError:
-    return cache.DataError(
-        f"{directory}: Fashion-MNIST (the LRA Image stand-in) not found: missing "
-        f"{', '.join(missing)}. Install the Debian package with `apt-get install "
-        f"{STANDIN_PACKAGE}` (files in {DEFAULT_STANDIN_DIR}), or set config.data.standin_dir "
-        "to a folder holding these files"
-    )
+    return fashion_mnist.missing_error(directory, missing)
 
 
 def read_fashion_mnist(directory: str | os.PathLike) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The stand-in splits: Fashion-MNIST padded to 32x32.
+    """The stand-in splits: Fashion-MNIST (`core.fashion_mnist`) padded to 32x32.
 
     Args:
       directory: folder with `STANDIN_FILES` (the Debian package's is `DEFAULT_STANDIN_DIR`).
@@ -231,33 +223,10 @@ def read_fashion_mnist(directory: str | os.PathLike) -> dict[str, tuple[np.ndarr
       {"train", "val", "test"} -> (uint8 images [n, 32, 32], int32 labels [n]); train and val
       are the first 90% and last 10% of the training file.
     """
-    directory = pathlib.Path(directory).expanduser()
-    names = [name for pair in STANDIN_FILES.values() for name in pair]
-    missing = [name for name in names if not (directory / name).is_file()]
-    if missing:
-        raise _standin_missing(directory, missing)
-    out = {}
-    for split, (image_file, label_file) in STANDIN_FILES.items():
-        images = idx.read(directory / image_file, 3)
-        labels = idx.read(directory / label_file, 1)
-        if images.shape[1:] != (_MNIST_SIZE, _MNIST_SIZE):
-            raise cache.DataError(
-                f"{directory / image_file}: images are {list(images.shape[1:])}, expected "
-                f"[{_MNIST_SIZE}, {_MNIST_SIZE}]"
-            )
-        if len(labels) != len(images):
-            raise cache.DataError(
-                f"{directory / label_file}: {len(labels)} labels for {len(images)} images in "
-                f"{image_file}"
-            )
-        bad = np.flatnonzero(labels >= NUM_CLASSES)
-        if len(bad):
-            raise cache.DataError(
-                f"{directory / label_file}: record {int(bad[0])}: label {int(labels[bad[0]])} "
-                "not in 0-9"
-            )
-        padded = np.pad(images, ((0, 0), (_PAD, _PAD), (_PAD, _PAD)))
-        out[split] = (padded, labels.astype(np.int32))
+    out = {
+        split: (np.pad(images, ((0, 0), (_PAD, _PAD), (_PAD, _PAD))), labels)
+        for split, (images, labels) in fashion_mnist.read(directory).items()
+    }
     result = _train_val(*out["train"])
     result["test"] = out["test"]
     return result

@@ -68,7 +68,9 @@ def _parser():
     q.add_argument("--batches", type=int, default=200)
     q.add_argument("--warmup", type=int, default=10)
     q.add_argument("--compare", default="", help="folder of run summaries (training rates)")
+    q.add_argument("--set", nargs="+", default=[], metavar="FIELD=VALUE", help="data.dir=...")
     q.add_argument("--out", default="results/bench")
+    q.add_argument("--tag", default="", help="writes pipelines_<tag>.{json,md}")
     return parser
 
 
@@ -84,11 +86,9 @@ def main(argv=None):
         result = io.read_json(path, what="benchmark record")
         bench_attention.write(result, str(path.parent), tag, write_json=False)
     elif args.command == "pipeline":
-        result = bench_pipeline.run(
-            args.configs, batches=args.batches, warmup=args.warmup, compare=args.compare
-        )
-        bench_pipeline.write(result | provenance, args.out)
-        print(f"wrote {args.out}/pipelines.{{json,md}}")
+        kw = dict(batches=args.batches, warmup=args.warmup, compare=args.compare, sets=args.set)
+        result = bench_pipeline.run(args.configs, **kw) | provenance
+        print(f"wrote {bench_pipeline.write(result, args.out, args.tag)}.{{json,md}}")
     elif args.command == "train":
         try:  # loads every config: bad input fails before any run
             specs = bench_train.plan(args.config, args.mechanisms, args.lengths)

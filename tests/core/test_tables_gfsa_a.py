@@ -39,7 +39,7 @@ def test_every_table_is_there_and_table19_is_not():
     assert "gfsa.table19" not in names  # ASR hyper-parameters only: no results
 
 
-@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("key", [k for k in KEYS if k != "gfsa.table12"])
 def test_nothing_is_runnable_yet_and_every_cell_says_what_it_needs(key):
     table = paper_tables.load(key)
     paper_tables.validate(table)
@@ -196,3 +196,18 @@ def test_figures():
     if "gfsa.table39" in paper_tables.names():  # the other helper's duplicate of Figure 3
         t39 = paper_tables.load("gfsa.table39")
         assert sorted(c.paper for c in t39.cells) == sorted(c.paper for c in f3.cells)
+
+
+def test_table12_sizes_are_computed_and_the_top1_cells_train_the_vision_recipes():
+    t = paper_tables.load("gfsa.table12")
+    paper_tables.validate(t)
+    for row in ("DeiT-S (12L)", "DeiT-S + GFSA (24L)", "Swin-S", "Swin-S + GFSA"):
+        for column in ("#Params (M)", "FLOPs (G)"):
+            cell = t.cell(row, column)
+            assert cell.exact and cell.exact_args["config"].startswith("configs/vision/imagenet")
+    assert t.cell("DeiT-S + GFSA (12L)", "Top-1 Acc").config.endswith("model=deit_s,attn=gfsa")
+    assert t.cell("DeiT-S (12L)", "#Params (M)").paper == 22.0
+    for cell in t.cells:
+        if cell.row.startswith("CaiT"):
+            assert not cell.runnable
+            assert "CaiT-S" in cell.needs or cell.column.startswith("Top-1 gain")

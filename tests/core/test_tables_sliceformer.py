@@ -148,12 +148,16 @@ def test_table4_configs_really_swap_only_the_mechanism():
         assert padded.attention.ignore_mask is True, row
 
 
-def test_tables_5_and_6_need_other_domains():
+def test_table5_trains_the_vision_recipes_and_computes_the_sizes_and_table6_needs_graphs():
     t5 = paper_tables.load("sliceformer.table5")
     assert t5.cell("ViT", "Tiny-ImageNet").paper == 52.74
     assert t5.cell("Sliceformer", "CIFAR-10").paper == 82.16
-    assert all(not c.runnable and "ViT" in c.needs for c in t5.cells)
-    assert any("9.60" in n for n in t5.notes)  # the Size column, kept in the notes
+    config = t5.cell("Sliceformer", "CIFAR-10").config
+    assert config == "configs/vision/cifar10.py:model=sliceformer"
+    size = t5.cell("ViT", "Size CIFAR-100 (M)")
+    assert size.paper == 9.65 and size.exact == "core.paper_exact:model_params_m"
+    assert size.exact_args == {"config": "configs/vision/cifar100.py:model=vit"}
+    assert all(c.runnable for c in t5.cells)
     t6 = paper_tables.load("sliceformer.table6")
     assert t6.cell("Sliceformer", "MAE").paper == 0.1308
     assert t6.cell("Graphormer", "MAE").scale == 1

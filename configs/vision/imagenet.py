@@ -1,0 +1,35 @@
+"""ImageNet-1k (ILSVRC-2012) with DeiT-S or Swin: GFSA Tables 3 and 12 (with `attn=gfsa`).
+
+Run:
+    python -m scripts.train --config configs/vision/imagenet.py:preset=cpu --workdir runs/in-cpu
+    python -m scripts.train --config configs/vision/imagenet.py:model=deit_s,attn=gfsa \
+        --config.data.dir=/path/to/imagenet --config.data_workers=16 --workdir runs/deit-gfsa
+
+Config argument (comma-separated `key=value`):
+    preset=paper|cpu|smoke   scaling of the recipe (default paper; configs/vision/presets.py)
+    model=deit_s|deit_s24    DeiT-S with 12 or 24 layers (configs/vision/common.py: deit_s)
+    model=swin_t|swin_s      Swin-T / Swin-S (configs/vision/common.py: swin)
+    attn=<mechanism>         any name in `attention.names()`; gfsa is "DeiT-S + GFSA"
+
+Data (`config.data.source`): `official` reads `train/<synset>/*.JPEG` and `val/<synset>/*.JPEG`
+under `config.data.dir` (val in class folders, as torchvision and timm read it), decoded lazily
+by `config.data_workers` processes; `tfds` reads TFDS `imagenet2012`; `standin` is
+Fashion-MNIST (offline), labelled as a stand-in.
+"""
+
+from __future__ import annotations
+
+from configs.vision import common, presets
+from vision import data
+
+
+def get_config(arg: str | None = None):
+    args = common.parse(arg, "deit_s", recipes=("deit_s", "deit_s24", "swin_t", "swin_s"))
+    d = data.data_config("imagenet")
+    d.tfds_name = "imagenet2012"
+    c = common.new("vision.imagenet", d, args.preset)
+    if args.model.startswith("swin"):
+        common.swin(c, args.model)
+    else:
+        common.deit_s(c, layers=24 if args.model == "deit_s24" else 12)
+    return common.finish(c, args, presets.SMALL_IMAGES)

@@ -1,0 +1,162 @@
+"""Image classification tasks registered with the trainer: `config.task = "vision.<dataset>"`
+for every dataset of `vision.data.DATASETS` (cifar10, cifar100, tiny_imagenet, imagenet,
+places365, inaturalist, folder)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from core import errors, tasks
+from vision import data, mixup, models
+
+__all__ = ["ImageClassification"]
+
+
+class ImageClassification:
+    """One dataset of `vision.data`: images -> `vision.models.ImageClassifier` -> class.
+
+    Training minimises cross-entropy against the labels, or against soft targets when the
+    recipe mixes batches or smooths labels (`config.data.mixup / cutmix / label_smoothing`,
+    `vision.mixup`); the reported accuracy is always against the true labels.
+    """
+
+    dataset = ""
+    metric_names = tasks.CLASSIFICATION_METRICS
+
+    def __init__(self):
+        self._mix: dict | None = None  # set by build_model from the config
+
+    def load_data(self, config) -> tasks.Data:
+        d = config.data
+        self._check(config)
+        splits, description = data.load(d)
+        train_fn, eval_fn = data.transforms_for(d)
+        if description["num_classes"] > d.num_classes:
+            raise errors.ConfigError(
+                f"the data has {description['num_classes']} classes, more than the model's "
+                f"config.data.num_classes={d.num_classes}"
+            )
+        val = data.Mapped(splits["val"], eval_fn)
+        test = val if splits["test"] is splits["val"] else data.Mapped(splits["test"], eval_fn)
+        return tasks.Data(
+            splits["train"],
+            val,
+            test,
+            source=d.source,
+            description=description,
+            transform=train_fn,
+        )
+
+    def check_config(self, config) -> list[str]:
+        """The task's own problems of `config` (`core.validate` adds them to its own)."""
+        d, m, out = config.data, config.model, []
+        if d.dataset != self.dataset:
+            out.append(f"config.data.dataset={d.dataset!r}: the task is {config.task!r}")
+        if d.num_classes < 1:
+            out.append(
+                f"config.data.num_classes={d.num_classes}: {self.dataset} takes its classes "
+                "from the class folders; set config.data.num_classes to their number"
+            )
+        if d.image_size < 1 or m.patch_size < 1 or d.image_size % m.patch_size:
+            out.append(
+                f"config.data.image_size={d.image_size}: must be a positive multiple of "
+                f"config.model.patch_size={m.patch_size}"
+            )
+        if d.augment not in data.AUGMENTS:
+            out.append(f"config.data.augment={d.augment!r}: known: {', '.join(data.AUGMENTS)}")
+        for field in ("mixup", "cutmix", "label_smoothing", "random_erasing"):
+            if not 0 <= d[field] < (1 if field in ("label_smoothing", "random_erasing") else 1e9):
+                out.append(f"config.data.{field}={d[field]}: must be >= 0 (and < 1 for rates)")
+        return out
+
+    def attention_length(self, config) -> int | None:
+        """Tokens one attention call sees: the patches (and class token); a window for Swin."""
+        m = config.model
+        if m.encoder == "swin":
+            return m.window_size**2
+        if config.data.image_size % max(m.patch_size, 1):
+            return None
+        return models.num_tokens(m, config.data.image_size)
+
+    def _check(self, config) -> None:
+        problems = self.check_config(config)
+        if problems:
+            raise errors.ConfigError("; ".join(problems))
+
+    def build_model(self, config, rngs):
+        self._check(config)
+        d = config.data
+        self._mix = dict(
+            num_classes=int(d.num_classes),
+            mixup_alpha=float(d.mixup),
+            cutmix_alpha=float(d.cutmix),
+            prob=float(d.mix_prob),
+            switch_prob=float(d.switch_prob),
+            label_smoothing=float(d.label_smoothing),
+        )
+        head = config.model.get("head_classes", 0) or d.num_classes
+        if head < d.num_classes:
+            raise errors.ConfigError(
+                f"config.model.head_classes={head} is below config.data.num_classes={d.num_classes}"
+            )
+        return models.ImageClassifier(
+            num_classes=head,
+            image_size=d.image_size,
+            channels=3,
+            model_cfg=config.model,
+            attention_cfg=config.attention,
+            rngs=rngs,
+        )
+
+    def _soft(self) -> bool:
+        m = self._mix or {}
+        return bool(m.get("mixup_alpha") or m.get("cutmix_alpha") or m.get("label_smoothing"))
+
+    def loss_and_metrics(self, model, batch, *, train: bool, key):
+        images, labels, weight = batch["image"], batch["label"], batch["weight"]
+        if not (train and self._soft()):
+            logits = model(images, train=train, key=key)
+            return tasks.classification_loss(logits, labels, weight)
+        mix_key, key = jax.random.split(key)
+        m = self._mix
+        if m["mixup_alpha"] or m["cutmix_alpha"]:
+            images, targets = mixup.mix(images, labels, mix_key, **m)
+        else:
+            targets = mixup.one_hot_smooth(labels, m["num_classes"], m["label_smoothing"])
+        logits = model(images, train=True, key=key)
+        weight = weight.astype(jnp.float32)
+        losses = mixup.soft_cross_entropy(logits.astype(jnp.float32), targets)
+        correct = (jnp.argmax(logits, -1) == labels).astype(jnp.float32)
+        count = weight.sum()
+        loss_sum = (losses * weight).sum()
+        metrics = {"loss": (loss_sum, count), "accuracy": ((correct * weight).sum(), count)}
+        return loss_sum / jnp.maximum(count, 1.0), metrics
+
+    def eval_outputs(self, model, batch):
+        """Per-example logits for `config.evals` (top-1 and top-5 accuracy)."""
+        return {"logits": model(batch["image"], train=False, key=None)}
+
+    def example_batch(self, config, batch_size: int, seed: int = 0) -> dict:
+        """Normalised-looking random images and labels of the config's shapes (for timing)."""
+        rng = np.random.default_rng(seed)
+        s = config.data.image_size
+        return {
+            "image": rng.standard_normal((batch_size, s, s, 3)).astype(np.float32),
+            "label": rng.integers(0, config.data.num_classes, batch_size).astype(np.int32),
+            "weight": np.ones(batch_size, np.float32),
+        }
+
+
+def _register(dataset: str) -> None:
+    cls = type(
+        f"ImageClassification_{dataset}",
+        (ImageClassification,),
+        {"dataset": dataset, "__doc__": f"`vision.{dataset}`: {ImageClassification.__doc__}"},
+    )
+    tasks.register(f"vision.{dataset}")(cls)
+
+
+for _dataset in data.DATASETS:
+    _register(_dataset)
