@@ -143,13 +143,20 @@ def get(name: str) -> Task:
 CLASSIFICATION_METRICS = ("loss", "accuracy")  # what `classification_loss` reports
 
 
-def classification_loss(logits, labels, weight):
-    """Weighted softmax cross-entropy and accuracy as `(mean loss, {name: (sum, count)})`."""
+def classification_loss(logits, labels, weight, targets=None):
+    """Weighted softmax cross-entropy and accuracy as `(mean loss, {name: (sum, count)})`.
+
+    `targets` `[B, C]` (soft targets: mixed batches, smoothed labels) replace the integer
+    labels in the loss; the accuracy is always against `labels`."""
     import jax.numpy as jnp
     import optax
 
     weight = weight.astype(jnp.float32)
-    losses = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), labels)
+    logits32 = logits.astype(jnp.float32)
+    if targets is None:
+        losses = optax.softmax_cross_entropy_with_integer_labels(logits32, labels)
+    else:
+        losses = optax.softmax_cross_entropy(logits32, targets.astype(jnp.float32))
     correct = (jnp.argmax(logits, -1) == labels).astype(jnp.float32)
     count = weight.sum()
     loss_sum = (losses * weight).sum()

@@ -19,7 +19,7 @@ import math
 import sys
 
 from configs import common
-from core import cli, flops, plugins, validate
+from core import cli, errors, flops, plugins, validate
 from core import config as config_lib
 
 
@@ -51,6 +51,11 @@ def main(argv=None) -> int:
     plugins.import_modules(args.imports)
     config = config_lib.load(args.config)
     validate.check(config)
+    if args.lengths and "max_length" not in config.data:
+        raise errors.ConfigError(
+            f"--lengths: {config.task} has no sequence length (config.data.max_length); an "
+            "image's tokens are its patches, so vary --config.data.image_size instead"
+        )
     kw = dict(train=args.train, batch=args.batch, elementwise=not args.matmul_only)
     counts = flops.count(config, **kw)
     m = config.model

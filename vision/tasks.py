@@ -5,7 +5,6 @@ places365, inaturalist, folder)."""
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from core import errors, tasks
@@ -126,13 +125,7 @@ class ImageClassification:
         else:
             targets = mixup.one_hot_smooth(labels, m["num_classes"], m["label_smoothing"])
         logits = model(images, train=True, key=key)
-        weight = weight.astype(jnp.float32)
-        losses = mixup.soft_cross_entropy(logits.astype(jnp.float32), targets)
-        correct = (jnp.argmax(logits, -1) == labels).astype(jnp.float32)
-        count = weight.sum()
-        loss_sum = (losses * weight).sum()
-        metrics = {"loss": (loss_sum, count), "accuracy": ((correct * weight).sum(), count)}
-        return loss_sum / jnp.maximum(count, 1.0), metrics
+        return tasks.classification_loss(logits, labels, weight, targets=targets)
 
     def eval_outputs(self, model, batch):
         """Per-example logits for `config.evals` (top-1 and top-5 accuracy)."""

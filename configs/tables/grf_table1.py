@@ -2,14 +2,12 @@
 ImageNet, iNaturalist2021 and Places365 (Small) (accuracy as a fraction).
 
 Numbers: the paper's Table 1 (checked against ../shared/papers/grf_masking.txt; notes
-grf_masking.md Sec. 3). Every cell was run by the authors (single runs, no error bars). No cell
-is runnable: the ViT image-classification task (vision domain) is not built yet, so
+grf_masking.md Sec. 3). Every cell was run by the authors (single runs, no error bars). Four of
+the five variants train GRF's ViT-B recipe (configs/vision/<dataset>.py, model=grf_vit) with
+`softmax`, `grf_dense` (the M_alpha(G) mask), `linear` with `feature_map=relu` and `grf`;
+Toeplitz-masked linear attention is not implemented.
 
-    python -m scripts.reproduce grf.table1
-
-only lists what each cell needs. Four of the five variants are registered mechanisms, ready for
-that task: `softmax`, `grf_dense` (the M_alpha(G) mask), `linear` with `feature_map=relu`,
-`grf`; Toeplitz-masked linear attention is not implemented.
+    python -m scripts.reproduce grf.table1 --list
 """
 
 from __future__ import annotations
@@ -18,17 +16,37 @@ from core.paper_tables import Table, grid
 
 COLUMNS = ("ImageNet", "iNaturalist2021", "Places365 (Small)")
 
-# Shared with grf.table3 (same missing task, same wording).
-VIT = "the ViT image-classification task (vision domain), not built yet"
 TOEPLITZ = "the Toeplitz-masked linear mechanism, not implemented"
 
-# row: (accuracies in COLUMNS order, extra missing piece or None)
+# column -> recipe file (GRF's ViT-B, configs/vision/common.py: grf_vit)
+CONFIG = {
+    "ImageNet": "configs/vision/imagenet.py:model=grf_vit",
+    "iNaturalist2021": "configs/vision/inaturalist.py:model=grf_vit",
+    "Places365 (Small)": "configs/vision/places365.py:model=grf_vit",
+}
+# row -> the mechanism swapped into the recipe ("" = the recipe's own, GRF-masked linear)
+ATTN = {
+    "Unmasked softmax": "softmax",
+    "M_alpha(G)-masked linear": "grf_dense",
+    "Unmasked linear": "linear",  # phi = ReLU (configs/vision/common.py: grf_rows)
+    "GRF-masked linear": "",
+}
+
+
+def config(row: str, column: str) -> str | None:
+    """The cell's recipe, or None for the Toeplitz row (not implemented)."""
+    if row not in ATTN:
+        return None
+    return CONFIG[column] + (f",attn={ATTN[row]}" if ATTN[row] else "")
+
+
+# row: accuracies in COLUMNS order
 ROWS = {
-    "Unmasked softmax": ((0.741, 0.699, 0.567), None),
-    "Toeplitz-masked linear": ((0.733, 0.674, 0.550), TOEPLITZ),
-    "M_alpha(G)-masked linear": ((0.741, 0.692, 0.551), None),
-    "Unmasked linear": ((0.693, 0.667, 0.543), None),
-    "GRF-masked linear": ((0.730, 0.689, 0.548), None),
+    "Unmasked softmax": (0.741, 0.699, 0.567),
+    "Toeplitz-masked linear": (0.733, 0.674, 0.550),
+    "M_alpha(G)-masked linear": (0.741, 0.692, 0.551),
+    "Unmasked linear": (0.693, 0.667, 0.543),
+    "GRF-masked linear": (0.730, 0.689, 0.548),
 }
 
 
@@ -44,11 +62,12 @@ def get_table() -> Table:
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
-            {row: numbers for row, (numbers, _) in ROWS.items()},
+            ROWS,
             COLUMNS,
             metric="test_best.accuracy",
             scale=1,
-            needs=lambda row, _: VIT if ROWS[row][1] is None else f"{VIT}; and {ROWS[row][1]}",
+            config=config,
+            needs=lambda row, column: None if config(row, column) else TOEPLITZ,
         ),
         notes=(
             "The printed 'Time comp.' column (O(N^2) softmax and M_alpha(G), O(N log N) Toeplitz, "

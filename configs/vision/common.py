@@ -11,6 +11,8 @@ Recipes (`model=` in the config argument):
                wide, 6 heads, patch 16 at 224 px, the DeiT training recipe.
   deit_s24     the 24-layer DeiT-S of GFSA Tables 3 and 12 (dropout 0.2, GFSA App. M.1).
   swin_t, swin_s  Swin-T / Swin-S (Liu et al. 2021) at 224 px, GFSA Table 12's Swin-S.
+  grf_vit      GRF Tables 1 and 3's ViT-B with GRF-masked linear attention (Table 2's walks per
+               dataset); `attn=softmax|grf_dense|linear` are the table's other rows.
 `attn=` swaps the mechanism (e.g. `model=deit_s,attn=gfsa` is "DeiT-S + GFSA").
 """
 
@@ -34,7 +36,7 @@ __all__ = [
     "finish",
 ]
 
-RECIPES = ("vit", "sliceformer", "deit_s", "deit_s24", "swin_t", "swin_s")
+RECIPES = ("vit", "sliceformer", "deit_s", "deit_s24", "swin_t", "swin_s", "grf_vit")
 
 
 def parse(arg: str | None, default: str, recipes=RECIPES, extra: dict | None = None):
@@ -261,6 +263,58 @@ def swin(c, variant: str) -> None:
     c.attention = common.attention_config("softmax")
 
 
+# GRF topological masking, Table 2 (per dataset): batch, epochs, walks n, p_halt, i_max.
+GRF_VIT = {
+    "imagenet": dict(batch=4096, epochs=90, n_walks=100, p_halt=0.1, max_walk_len=100,
+                     train_examples=1_281_167),
+    "inaturalist": dict(batch=64, epochs=5, n_walks=20, p_halt=0.1, max_walk_len=10,
+                        train_examples=2_686_843),  # iNat2021 train (the paper: "2.7M")
+    "places365": dict(batch=64, epochs=5, n_walks=20, p_halt=0.1, max_walk_len=10,
+                      train_examples=1_803_460),  # Places365-Standard train ("1.8M")
+}  # fmt: skip
+
+
+def grf_vit(c, dataset: str) -> None:
+    """GRF Tables 1 and 3's ViT-B (Table 2): 12 layers, 768 wide, 12 heads, MLP 3072, a 16 x 16
+    grid of patches ("Num. patches 16x16": 14-px patches at 224; Scenic's default grid is
+    14 x 14, `--config.model.patch_size=16`), class token, learned positions, dropout 0.1 and
+    qkv biases (Scenic's ViT); Adam with base lr 3e-3 to 1e-5 after 10k linear warm-up steps,
+    cosine; weight decay 0.3 and clipping 1.0 (Scenic's ImageNet ViT config, notes §E2).
+    Attention: GRF-masked linear with Table 2's walks (`attn=` swaps: softmax, grf_dense,
+    linear with phi = ReLU). iNaturalist2021 and Places365 were fine-tuned from an unstated
+    pretrained checkpoint; ours train from scratch (`model.init` has no checkpoint loader)."""
+    r = GRF_VIT[dataset]
+    _epochs(c, epochs=r["epochs"], batch=r["batch"], train_examples=r["train_examples"])
+    c.optimizer.lr = 3e-3
+    c.optimizer.b1, c.optimizer.b2, c.optimizer.eps = 0.9, 0.999, 1e-8
+    c.optimizer.weight_decay = 0.3
+    c.optimizer.grad_clip_norm = 1.0
+    c.schedule.name = "warmup_cosine"
+    c.schedule.warmup_steps = min(10_000, c.total_steps // 2)
+    c.schedule.end_factor = 1e-5 / 3e-3
+    m = c.model
+    m.encoder, m.patch_size = "transformer", 14
+    m.num_layers, m.dim, m.qkv_dim, m.num_heads, m.mlp_dim = 12, 768, 768, 12, 3072
+    m.dropout, m.drop_path = 0.1, 0.0
+    m.qkv_bias = m.out_bias = True
+    m.pool, m.positions = "cls", "learned"
+    m.dtype = "auto"
+    d = c.data
+    d.image_size, d.augment, d.hflip = 224, "inception", True
+    c.attention = common.attention_config(
+        "grf", n_walks=r["n_walks"], p_halt=r["p_halt"], max_walk_len=r["max_walk_len"]
+    )
+
+
+def grf_rows(c, dataset: str) -> None:
+    """The other rows of GRF Table 1 after `attn=`: linear attention with phi = ReLU (Table 2,
+    not the registry's elu + 1), and the dense M_alpha(G) mask over the same walk lengths."""
+    if c.attention.name == "linear":
+        c.attention.feature_map = "relu"
+    if c.attention.name == "grf_dense":
+        c.attention.max_walk_len = GRF_VIT[dataset]["max_walk_len"]
+
+
 def tokens(c) -> int:
     """Tokens the backbone sees at the config's image size."""
     return models.num_tokens(c.model, c.data.image_size)
@@ -308,6 +362,9 @@ def finish(c, args, presets) -> ml_collections.ConfigDict:
     att = c.attention
     if att.get("graph") == "grid" and "grid" in att:
         att.grid = (gh, gw)
+    if att.get("sampling") == "grid_2d" and "grid" in att:
+        # SSA's 2-D neighbourhoods over the patches (its grid has no class token: pool by mean)
+        att.grid = (gh, gw) if c.model.encoder == "transformer" else att.grid
     if "cls_token" in att:
         att.cls_token = c.model.pool == "cls" and c.model.encoder == "transformer"
     return c

@@ -9,6 +9,8 @@ Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke   scaling of the recipe (default paper; configs/vision/presets.py)
     model=deit_s|deit_s24    DeiT-S with 12 or 24 layers (configs/vision/common.py: deit_s)
     model=swin_t|swin_s      Swin-T / Swin-S (configs/vision/common.py: swin)
+    model=grf_vit            GRF Tables 1 / 3's ViT-B, GRF-masked (configs/vision/common.py)
+    p_halt=0.5               grf_vit: the walks' halting probability (Table 3's ablation)
     attn=<mechanism>         any name in `attention.names()`; gfsa is "DeiT-S + GFSA"
 
 Data (`config.data.source`): `official` reads `train/<synset>/*.JPEG` and `val/<synset>/*.JPEG`
@@ -24,12 +26,21 @@ from vision import data
 
 
 def get_config(arg: str | None = None):
-    args = common.parse(arg, "deit_s", recipes=("deit_s", "deit_s24", "swin_t", "swin_s"))
+    recipes = ("deit_s", "deit_s24", "swin_t", "swin_s", "grf_vit")
+    # p_halt=: the walks' halting probability of grf_vit (GRF Table 3's ablation: 0.5)
+    args = common.parse(arg, "deit_s", recipes=recipes, extra={"p_halt": 0.0})
     d = data.data_config("imagenet")
     d.tfds_name = "imagenet2012"
     c = common.new("vision.imagenet", d, args.preset)
     if args.model.startswith("swin"):
         common.swin(c, args.model)
+    elif args.model == "grf_vit":
+        common.grf_vit(c, "imagenet")
     else:
         common.deit_s(c, layers=24 if args.model == "deit_s24" else 12)
-    return common.finish(c, args, presets.SMALL_IMAGES)
+    c = common.finish(c, args, presets.SMALL_IMAGES)
+    if args.model == "grf_vit":
+        common.grf_rows(c, "imagenet")
+        if args.p_halt and "p_halt" in c.attention:
+            c.attention.p_halt = args.p_halt
+    return c

@@ -197,6 +197,11 @@ CASES = [
         "--lengths: -5 is not a positive integer",
     ),
     ("flops-bad-config", lambda t: ["scripts.flops", f"--config={SMOKE},attn=sofmax"], "'sofmax'"),
+    (
+        "flops-lengths-for-images",
+        lambda t: ["scripts.flops", "--config=configs/vision/cifar10.py", "--lengths", "64"],
+        "vary --config.data.image_size",
+    ),
     ("tables-missing-runs", lambda t: ["scripts.tables", "--runs", f"{t}/nowhere"], "nowhere"),
     (
         "tables-unknown-table",

@@ -14,7 +14,7 @@ from vision import synthetic
 # (recipe file, config argument): the papers' pairs. Sliceformer Table 5: ViT with softmax and
 # with the sorting attention; GFSA Tables 3 / 12: DeiT-S with and without GFSA; GRF Tables 1 /
 # 3: ViT with linear attention, GRF-masked, and the dense M_alpha(G) mask.
-# Swin: GFSA Table 12's Swin-S with and without GFSA.
+# Swin: GFSA Table 12's Swin-S with and without GFSA; GRF's ViT-B recipe on its other datasets.
 # `make test` trains every backbone and every paper mechanism at least once; the other pairs are
 # the slow tier (`make test-slow`), ~10 s each.
 _SLOW = pytest.mark.slow
@@ -29,6 +29,8 @@ PAIRS = [
     pytest.param("imagenet", "model=deit_s,attn=grf_dense", marks=_SLOW),
     pytest.param("imagenet", "model=swin_s", marks=_SLOW),
     ("imagenet", "model=swin_s,attn=gfsa"),
+    pytest.param("places365", "model=grf_vit", marks=_SLOW),  # GRF Table 1's own ViT-B
+    pytest.param("inaturalist", "model=grf_vit,attn=linear", marks=_SLOW),
 ]
 _IDS = ["-".join(p.values if hasattr(p, "values") else p) for p in PAIRS]
 

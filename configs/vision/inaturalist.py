@@ -1,0 +1,34 @@
+"""iNaturalist 2021 (Van Horn et al. 2021; 10,000 species) with GRF's ViT-B: a GRF Table 1 column.
+
+Run:
+    python -m scripts.train --config configs/vision/inaturalist.py:preset=cpu --workdir runs/x
+    python -m scripts.train --config configs/vision/inaturalist.py:attn=linear \
+        --config.data.dir=/data/inaturalist --config.data_workers=16 --workdir runs/y
+
+Config argument (comma-separated `key=value`):
+    preset=paper|cpu|smoke   scaling of the recipe (default paper; configs/vision/presets.py)
+    model=grf_vit            GRF Table 2's ViT-B, GRF-masked (configs/vision/common.py: grf_vit)
+    attn=<mechanism>         Table 1's other rows: softmax, grf_dense, linear (phi = ReLU)
+
+Data (`config.data.source`): `official` reads an iNat2021 export in class folders (`train/<class>/`,
+`val/<class>/`: the official JSON annotations reorganised into folders), decoded lazily; `tfds`
+reads TFDS `i_naturalist2021`; `standin` is Fashion-MNIST (offline), labelled as a stand-in. The
+paper fine-tuned from an unstated pretrained checkpoint; this recipe trains from scratch.
+"""
+
+from __future__ import annotations
+
+from configs.vision import common, presets
+from vision import data
+
+
+def get_config(arg: str | None = None):
+    args = common.parse(arg, "grf_vit", recipes=("grf_vit",))
+    d = data.data_config("inaturalist")
+    d.tfds_name = "i_naturalist2021"
+    d.num_classes = 10_000  # iNaturalist 2021
+    c = common.new("vision.inaturalist", d, args.preset)
+    common.grf_vit(c, "inaturalist")
+    c = common.finish(c, args, presets.SMALL_IMAGES)
+    common.grf_rows(c, "inaturalist")
+    return c

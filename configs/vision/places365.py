@@ -1,0 +1,35 @@
+"""Places365 (Small, 256 x 256; Zhou et al. 2017) with GRF's ViT-B: a GRF Table 1 column.
+
+Run:
+    python -m scripts.train --config configs/vision/places365.py:preset=cpu --workdir runs/x
+    python -m scripts.train --config configs/vision/places365.py:attn=linear \
+        --config.data.dir=/data/places365 --config.data_workers=16 --workdir runs/y
+
+Config argument (comma-separated `key=value`):
+    preset=paper|cpu|smoke   scaling of the recipe (default paper; configs/vision/presets.py)
+    model=grf_vit            GRF Table 2's ViT-B, GRF-masked (configs/vision/common.py: grf_vit)
+    attn=<mechanism>         Table 1's other rows: softmax, grf_dense, linear (phi = ReLU)
+
+Data (`config.data.source`): `official` reads the small images of Places365-Standard in
+class folders (`train/<category>/`, `val/<category>/`: the official val list reorganised into
+folders), decoded lazily; `tfds` reads TFDS `places365_small`; `standin` is Fashion-MNIST
+(offline), labelled as a stand-in. The paper fine-tuned from an unstated pretrained checkpoint;
+this recipe trains from scratch.
+"""
+
+from __future__ import annotations
+
+from configs.vision import common, presets
+from vision import data
+
+
+def get_config(arg: str | None = None):
+    args = common.parse(arg, "grf_vit", recipes=("grf_vit",))
+    d = data.data_config("places365")
+    d.tfds_name = "places365_small"
+    d.num_classes = 365  # Places365
+    c = common.new("vision.places365", d, args.preset)
+    common.grf_vit(c, "places365")
+    c = common.finish(c, args, presets.SMALL_IMAGES)
+    common.grf_rows(c, "places365")
+    return c
