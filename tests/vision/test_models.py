@@ -165,10 +165,17 @@ def test_paper_recipes_have_the_papers_parameter_counts(spec):
     assert flops.count(config_lib.load(spec)).params == PARAMS[spec]
 
 
-def test_flop_count_matches_xla_cost_analysis():
-    """Our matmul FLOPs of a small ViT equal what XLA counts for the forward (within the few
-    percent XLA adds for elementwise work it counts as FLOPs)."""
-    config = config_lib.load("configs/vision/cifar10.py:preset=smoke")
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "configs/vision/cifar10.py:preset=smoke",
+        "configs/vision/imagenet.py:preset=smoke,model=swin_s",
+    ],
+)
+def test_flop_count_matches_xla_cost_analysis(spec):
+    """Our matmul FLOPs of a small ViT and a small Swin equal what XLA counts for the forward
+    (within the few percent XLA adds for elementwise work it counts as FLOPs)."""
+    config = config_lib.load(spec)
     counts = flops.count(config, batch=1, elementwise=False)
     model = nnx.eval_shape(
         lambda: models.ImageClassifier(
