@@ -24,14 +24,24 @@ __all__ = ["select", "command", "compute_exact", "table_jobs", "substituted_jobs
 
 def select(table, words) -> list:
     """The cells matching any of `words`: `word` matches a row or column containing it,
-    `row/column` a cell whose row contains `row` and column contains `column` (case-insensitive)."""
+    `row/column` a cell whose row contains `row` and column contains `column` (case-insensitive).
+    A part that names a row or column exactly matches that one only ("CIFAR-10" is not
+    "CIFAR-100")."""
     if not words:
         return list(table.cells)
+    rows = {c.row.lower() for c in table.cells}
+    columns = {c.column.lower() for c in table.cells}
+
+    def part(word: str, label: str, labels: set) -> bool:
+        return word == label if word in labels else word in label
 
     def match(c, word):
         row, sep, column = word.lower().partition("/")
+        row, column = row.strip(), column.strip()
         if sep:
-            return row.strip() in c.row.lower() and column.strip() in c.column.lower()
+            return part(row, c.row.lower(), rows) and part(column, c.column.lower(), columns)
+        if row in rows or row in columns:
+            return row in (c.row.lower(), c.column.lower())
         return row in c.row.lower() or row in c.column.lower()
 
     return [c for c in table.cells if any(match(c, w) for w in words)]

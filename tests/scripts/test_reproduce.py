@@ -32,6 +32,18 @@ def test_runs_one_cell_then_skips_it_and_lists_cells_it_cannot_run(tmp_path, cap
     assert "not runnable: [ModelNet40 / 128 Hard] needs the ModelNet40 task" in out
 
 
+def test_a_word_naming_a_column_exactly_selects_that_column_only():
+    from core import paper_tables
+    from core import reproduce as library
+
+    t5 = paper_tables.load("sliceformer.table5")
+    assert {c.column for c in library.select(t5, ["CIFAR-10"])} == {"CIFAR-10"}
+    cells = library.select(t5, ["vit/cifar-10"])
+    assert [(c.row, c.column) for c in cells] == [("ViT", "CIFAR-10")]
+    sizes = {c.column for c in library.select(t5, ["size"])}  # a part of a name: substring
+    assert sizes == {"Size CIFAR-10 (M)", "Size CIFAR-100 (M)", "Size Tiny-ImageNet (M)"}
+
+
 def test_unknown_table_and_empty_selection_are_errors(tmp_path):
     with pytest.raises(SystemExit):
         reproduce.main(["samsa.nope"])
