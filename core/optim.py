@@ -7,13 +7,14 @@ The LRA schedule is a product of named factors, exactly as the LRA code builds i
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import ml_collections
 import optax
 
 from core import errors
 
-__all__ = ["make_schedule", "make_optimizer"]
+__all__ = ["DECAY_ON", "make_schedule", "make_optimizer", "decay_mask"]
 
 _FACTORS = (
     "constant",
@@ -79,19 +80,48 @@ def make_schedule(cfg: ml_collections.ConfigDict, lr: float, total_steps: int) -
     return _factor_schedule(cfg, lr, total_steps)
 
 
+DECAY_ON = ("all", "kernels")
+
+
+def decay_mask(params, decay_on: str):
+    """Which parameters weight decay applies to: every one ("all"), or only the weight
+    matrices of linear and convolution layers, the `kernel` leaves ("kernels": timm's rule for
+    ViT / DeiT / Swin, which exempts biases, norms, position embeddings, class tokens, relative
+    position bias tables and LayerScale)."""
+    if decay_on not in DECAY_ON:
+        raise errors.ConfigError(
+            f"config.optimizer.decay_on={decay_on!r}: unknown; known: {', '.join(DECAY_ON)}"
+        )
+    if decay_on == "all":
+        return jax.tree.map(lambda _: True, params)
+    return jax.tree_util.tree_map_with_path(
+        lambda path, _: getattr(path[-1], "key", None) == "kernel", params
+    )
+
+
 def make_optimizer(cfg: ml_collections.ConfigDict, total_steps: int):
-    """AdamW (decoupled decay, scaled by the lr as flax.optim and optax both do) with optional
-    global-norm clipping. Returns `(optimizer, schedule)`."""
+    """AdamW (decoupled decay, scaled by the lr as flax.optim and optax both do; on the
+    parameters `config.optimizer.decay_on` names, `decay_mask`) with optional global-norm
+    clipping. Returns `(optimizer, schedule)`."""
     opt = cfg.optimizer
     schedule = make_schedule(cfg.schedule, opt.lr, total_steps)
     if opt.name != "adamw":
         raise errors.ConfigError(
             f"config.optimizer.name={opt.name!r}: unknown optimizer; known: adamw"
         )
+    decay_on = opt.get("decay_on", "all")
+    decay_mask(None, decay_on)  # an unknown value fails here, not at the first step
     chain = []
     if opt.grad_clip_norm:
         chain.append(optax.clip_by_global_norm(opt.grad_clip_norm))
     chain.append(
-        optax.adamw(schedule, b1=opt.b1, b2=opt.b2, eps=opt.eps, weight_decay=opt.weight_decay)
+        optax.adamw(
+            schedule,
+            b1=opt.b1,
+            b2=opt.b2,
+            eps=opt.eps,
+            weight_decay=opt.weight_decay,
+            mask=None if decay_on == "all" else lambda params: decay_mask(params, decay_on),
+        )
     )
     return optax.chain(*chain), schedule

@@ -4,7 +4,7 @@ import ml_collections
 import numpy as np
 import pytest
 
-from core import data, optim, tasks
+from core import data, errors, optim, tasks
 
 
 def _sched(name, warmup=1000, lr=0.05):
@@ -154,3 +154,50 @@ def test_worker_processes_give_the_same_batches():
         a, b = next(threads), next(workers)
         for k in a:
             np.testing.assert_array_equal(a[k], b[k])
+
+
+def _optimizer_config(decay_on: str, weight_decay: float = 0.5):
+    c = ml_collections.ConfigDict()
+    c.optimizer = ml_collections.ConfigDict(
+        dict(
+            name="adamw",
+            lr=0.1,
+            b1=0.9,
+            b2=0.999,
+            eps=1e-8,
+            weight_decay=weight_decay,
+            grad_clip_norm=0.0,
+            decay_on=decay_on,
+        )
+    )
+    c.schedule = ml_collections.ConfigDict(
+        dict(name="constant", warmup_steps=0, steps_per_cycle=0, end_factor=0.0)
+    )
+    return c
+
+
+def test_weight_decay_on_kernels_only_leaves_biases_norms_and_tokens_alone():
+    import jax.numpy as jnp
+
+    params = {
+        "dense": {"kernel": jnp.ones((2, 3)), "bias": jnp.ones((3,))},
+        "norm": {"scale": jnp.ones((3,)), "bias": jnp.ones((3,))},
+        "pos_embedding": jnp.ones((4, 3)),
+        "cls": jnp.ones((1, 1, 3)),
+        "attn": {"query": {"kernel": jnp.ones((3, 2, 2)), "bias": jnp.ones((2, 2))}},
+    }
+    mask = optim.decay_mask(params, "kernels")
+    assert mask["dense"] == {"kernel": True, "bias": False}
+    assert mask["norm"] == {"scale": False, "bias": False}
+    assert mask["pos_embedding"] is False and mask["cls"] is False
+    assert mask["attn"]["query"] == {"kernel": True, "bias": False}
+    # with zero gradients, AdamW moves exactly the decayed parameters, by lr * wd * value
+    for decay_on, moved in (("kernels", {"kernel"}), ("all", None)):
+        opt, _ = optim.make_optimizer(_optimizer_config(decay_on), 10)
+        zeros = {k: np.zeros_like(v) for k, v in params["dense"].items()}
+        updates, _ = opt.update(zeros, opt.init(params["dense"]), params["dense"])
+        for name, u in updates.items():
+            decayed = moved is None or name in moved
+            np.testing.assert_allclose(u, -0.05 * np.ones_like(u) if decayed else 0.0)
+    with pytest.raises(errors.ConfigError, match="decay_on='biases'"):
+        optim.make_optimizer(_optimizer_config("biases"), 10)
