@@ -15,8 +15,8 @@ from vision import synthetic
 # with the sorting attention; GFSA Tables 3 / 12: DeiT-S with and without GFSA; GRF Tables 1 /
 # 3: ViT with linear attention, GRF-masked, and the dense M_alpha(G) mask.
 # Swin: GFSA Table 12's Swin-S with and without GFSA; GRF's ViT-B recipe on its other datasets.
-# `make test` trains every backbone and every paper mechanism at least once; the other pairs are
-# the slow tier (`make test-slow`), ~10 s each.
+# `make test` trains the ViT / DeiT backbone with every paper mechanism; the other pairs are the
+# slow tier (`make test-slow`), ~10-30 s each.
 _SLOW = pytest.mark.slow
 PAIRS = [
     ("cifar10", "model=vit"),
@@ -27,8 +27,10 @@ PAIRS = [
     pytest.param("imagenet", "model=deit_s,attn=linear", marks=_SLOW),
     ("imagenet", "model=deit_s,attn=grf"),
     pytest.param("imagenet", "model=deit_s,attn=grf_dense", marks=_SLOW),
+    # Swin's smoke model compiles for ~20 s: both Swin pairs are the slow tier; the fast tier
+    # trains Swin blocks in tests/vision/test_swin.py and builds the smoke model in test_models.
     pytest.param("imagenet", "model=swin_s", marks=_SLOW),
-    ("imagenet", "model=swin_s,attn=gfsa"),
+    pytest.param("imagenet", "model=swin_s,attn=gfsa", marks=_SLOW),
     pytest.param("places365", "model=grf_vit", marks=_SLOW),  # GRF Table 1's own ViT-B
     pytest.param("inaturalist", "model=grf_vit,attn=linear", marks=_SLOW),
 ]
