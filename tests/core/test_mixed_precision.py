@@ -92,6 +92,7 @@ def test_paper_presets_use_mixed_precision_where_their_paper_did(task):
             assert scaled.model.dtype == "float32", (recipe, preset)
 
 
+@pytest.mark.slow  # ~15 s on 2 cores; `make test-slow`
 def test_auto_run_records_the_resolved_dtype_and_refuses_another_backend(tmp_path):
     config = _config(dtype="auto", total_steps=2, eval_every=2, log_every=1)
     resolved = layers.resolve_dtype("auto")

@@ -10,6 +10,7 @@ from core import isolate
 from scripts import bench
 
 
+@pytest.mark.slow  # ~25 s on 2 cores; `make test-slow`
 def test_attention_bench_writes_records_tables_and_plot(tmp_path):
     bench.main(
         [

@@ -219,6 +219,7 @@ STARTED = {"non-finite-loss"}
 # of core/validate.py, unit-tested rule by rule in tests/core/test_validate.py; argument
 # parsing): a subprocess each, ~3 s, so they are the slow tier (`make test-slow`).
 SLOW_CASES = {
+    "non-finite-loss",  # ~16 s; in-process in tests/core/test_train.py
     "dropout-above-one",
     "zero-heads",
     "negative-lr",
