@@ -76,7 +76,9 @@ def get_table() -> Table:
             "6.21). Ours: AdamW with the same lr and decay (AdamP is not in optax), the cosine "
             "stepped per optimizer step.",
             "Reported accuracy is the best test accuracy over epochs (model selection on the "
-            "test set; notes Sec. 6.19): our recipes validate on the test split, and test_best "
-            "is the test accuracy of the best validation checkpoint, i.e. the same number.",
+            "test set; notes Sec. 6.19): our paper recipes validate on the test split, and "
+            "test_best is the test accuracy of the best validation checkpoint, i.e. the same "
+            "number. The cpu preset holds out 2,000 training images for validation instead and "
+            "tests on 5,000 of the test images (configs/vision/presets.py).",
         ),
     )
