@@ -78,10 +78,15 @@ CASES = [
 CHUNKS = [pytest.param(1, marks=pytest.mark.slow), 3, pytest.param(64, marks=pytest.mark.slow)]
 
 
+# The support path in either row form, and the explicit N x N estimate it takes at small N.
+FORMS = {"scores": (True, False), "state": (False, False), "explicit": (None, True)}
+
+
 @pytest.mark.parametrize("case", CASES, ids=["plain", "padding", "per_batch", "cls", "tiny"])
-@pytest.mark.parametrize("quadratic", [True, False], ids=["scores", "state"])
+@pytest.mark.parametrize("form", list(FORMS))
 @pytest.mark.parametrize("node_chunk", CHUNKS)
-def test_support_path_equals_dense_mask_forward_and_gradients(case, quadratic, node_chunk):
+def test_support_path_equals_dense_mask_forward_and_gradients(case, form, node_chunk):
+    quadratic, explicit = FORMS[form]
     q, k, v, tokens, weights, key_valid = _inputs(0, **case)
     cls_token = case.get("cls_token", False)
     tokens_in = tokens[0] if tokens.shape[0] == 1 else tokens  # shared: [H, U, C]
@@ -100,6 +105,7 @@ def test_support_path_equals_dense_mask_forward_and_gradients(case, quadratic, n
             cls_token=cls_token,
             node_chunk=node_chunk,
             quadratic=quadratic,
+            dense=explicit,
         )
         return (out * cot).sum(), out
 
@@ -157,6 +163,7 @@ def test_bfloat16_inputs_gather_and_return_bfloat16():
             jnp.asarray(tokens[0]),
             jnp.asarray(weights[0], jnp.float32),
             key_valid=jnp.asarray(key_valid),
+            dense=False,  # the gathers of the support path (the explicit one has none)
         )
         out16, out32 = run(*args16), run(*(x.astype(jnp.float32) for x in args16))
         grads = jax.grad(lambda *a: run(*a).astype(jnp.float32).sum(), argnums=(0, 1, 2))(*args16)
