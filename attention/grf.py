@@ -1161,7 +1161,9 @@ def flops(c: cost.Call, hp) -> tuple[float, float]:
     # abstractly). Frozen walks built concretely take the node-major support path instead, about
     # 2·n·C·h·min(C (dk + dv + 1), 2·dk·(dv + 1)) with C the most start nodes visiting one node
     # (45-53 on grids at the defaults, against S = 220): C is known only after the walks are
-    # sampled, so for those models this count is an upper bound, about 5-6x the work done.
+    # sampled, so for those models this count is an upper bound, about 5-6x the work done. Up
+    # to DENSE_MAX_TOKENS tokens they form the N x N estimate explicitly, about
+    # 2·h·n²·(C + dk + dv + 1), also below this count.
     e = c.dv + 1
     chunk = min(hp["slot_chunk"], hp["n_walks"] * (hp["max_walk_len"] + 1))
     slots = math.ceil(hp["n_walks"] * (hp["max_walk_len"] + 1) / chunk) * chunk
