@@ -1163,7 +1163,7 @@ def flops(c: cost.Call, hp) -> tuple[float, float]:
     # (45-53 on grids at the defaults, against S = 220): C is known only after the walks are
     # sampled, so for those models this count is an upper bound, about 5-6x the work done. Up
     # to DENSE_MAX_TOKENS tokens they form the N x N estimate explicitly, about
-    # 2·h·n²·(C + dk + dv + 1), also below this count.
+    # 2·h·n²·(n + dk + dv + 1) (the estimate Phi^T Phi is n³ per head), also below this count.
     e = c.dv + 1
     chunk = min(hp["slot_chunk"], hp["n_walks"] * (hp["max_walk_len"] + 1))
     slots = math.ceil(hp["n_walks"] * (hp["max_walk_len"] + 1) / chunk) * chunk
