@@ -39,9 +39,8 @@ FAST_MECHANISMS = (
     "sliceformer",
     "gfsa",
     "grf",
-    "samsa",
     "ssa",
-)
+)  # samsa: the slow tier (~15 s; its encoder and sampler are tests/core/test_samsa_block.py's)
 FAST_RECIPES = (("transformer", ""),)
 FAST_END_TO_END = ("listops",)
 TASK_TIERS = [pytest.param(t, marks=() if t == "listops" else pytest.mark.slow) for t in TASKS]

@@ -248,6 +248,7 @@ def test_user_error_is_one_line_and_exit_2(tmp_path, case, build, expected):
     assert (tmp_path / "w" / "config.json").exists() == (case in STARTED)
 
 
+@pytest.mark.slow  # four subprocesses, ~25 s; in-process: tests/core/test_train.py
 def test_failed_start_then_corrected_run_then_other_config_on_the_finished_workdir(tmp_path):
     """A start that fails leaves no config behind, so the corrected command runs; a finished
     workdir started again with a different config is refused, not answered with the old
