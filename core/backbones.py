@@ -33,7 +33,7 @@ import jax.numpy as jnp
 from attention import cost
 from core import errors, layers, samsa_block
 
-__all__ = ["register", "build", "names", "count_flops"]
+__all__ = ["register", "build", "names", "count_flops", "attention_flops"]
 
 # name -> (factory, FLOP formula or None)
 _REGISTRY: dict[str, tuple[Callable, Callable | None]] = {}
@@ -89,24 +89,28 @@ def _norm_flops(norm, tally, *, n: int, ops: int) -> None:
     tally.add("norms/other", elementwise=ops * n * norm.num_features)
 
 
-def _attention_flops(attn: layers.Attention, tally, *, n: int, layer_index: int, masked: bool):
-    """A `layers.Attention`: q/k/v/out projections (no q/k when the mechanism ignores them) and
-    the mechanism's own formula."""
+def attention_flops(
+    attn: layers.Attention, tally, *, n: int, layer_index: int, masked: bool, calls: int = 1
+):
+    """`calls` calls of a `layers.Attention` on `n` tokens each (Swin: one per window):
+    q/k/v/out projections (no q/k when the mechanism ignores them) and the mechanism's own
+    formula."""
     tally.claim("attention", attn.mechanism_params)
     projections = (attn.query, attn.key) if attn.mechanism.needs_qk else ()
     for proj in (*projections, attn.value, attn.out):
-        tally.linear("projections", proj, n)
+        tally.linear("projections", proj, calls * n)
     dim, heads, head_dim = attn.value.kernel.shape
-    tally.mechanism(
-        attn.mechanism,
-        n=n,
-        m=n,
-        heads=heads,
-        head_dim=head_dim,
-        model_dim=dim,
-        layer_index=layer_index,
-        masked=masked,
-    )
+    for _ in range(calls):
+        tally.mechanism(
+            attn.mechanism,
+            n=n,
+            m=n,
+            heads=heads,
+            head_dim=head_dim,
+            model_dim=dim,
+            layer_index=layer_index,
+            masked=masked,
+        )
 
 
 def _mlp_flops(mlp: layers.MlpBlock, tally, *, n: int) -> None:
@@ -127,7 +131,7 @@ def _transformer_flops(encoder: layers.TransformerEncoder, tally, *, n: int, mas
         tally.add("norms/other", elementwise=2 * n * dim)  # residual adds
         if block.layer_scale is not None:
             tally.add("norms/other", elementwise=2 * n * dim)  # LayerScale products
-        _attention_flops(block.attn, tally, n=n, layer_index=i, masked=masked)
+        attention_flops(block.attn, tally, n=n, layer_index=i, masked=masked)
         _mlp_flops(block.mlp, tally, n=n)
     _norm_flops(encoder.norm, tally, n=n, ops=cost.LAYERNORM)
 
@@ -141,7 +145,7 @@ def _samsa_flops(encoder: samsa_block.SAMSAEncoder, tally, *, n: int, masked: bo
         _norm_flops(block.norm1, tally, n=n, ops=cost.RMSNORM)
         _norm_flops(block.norm2, tally, n=n, ops=cost.RMSNORM)
         tally.add("norms/other", elementwise=4 * n * dim)  # residual scales and adds
-        _attention_flops(block.attn, tally, n=n, layer_index=i, masked=masked)
+        attention_flops(block.attn, tally, n=n, layer_index=i, masked=masked)
         _mlp_flops(block.mlp, tally, n=n)
     _norm_flops(encoder.norm, tally, n=n, ops=cost.RMSNORM)
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["mix", "one_hot_smooth", "soft_cross_entropy"]
+__all__ = ["mix", "one_hot_smooth"]
 
 
 def one_hot_smooth(labels: jax.Array, num_classes: int, smoothing: float = 0.0) -> jax.Array:
@@ -118,11 +118,3 @@ def mix(
     y = one_hot_smooth(labels, num_classes, label_smoothing)
     targets = y * lam + y[::-1] * (1.0 - lam)
     return mixed, targets
-
-
-def soft_cross_entropy(logits: jax.Array, targets: jax.Array) -> jax.Array:
-    """Per-example cross-entropy against soft targets (timm `SoftTargetCrossEntropy` before its
-    batch mean): `-sum_c targets * log_softmax(logits)`, float32 [...] from logits and targets
-    [..., num_classes]. Logits are upcast to float32 first (bf16 models)."""
-    logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
-    return -jnp.sum(targets.astype(jnp.float32) * logp, axis=-1)

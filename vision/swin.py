@@ -575,26 +575,14 @@ def _block_flops(block: SwinBlock, tally, layer_index: int) -> None:
     _norm_flops(block.ln2, tally, tokens)
     tally.add("norms/other", elementwise=2 * tokens * dim)  # residual adds
     attn = block.attn
-    tally.claim("attention", attn.mechanism_params)
     if block.relative_position_bias:
         tally.claim("attention", block.relative_position_bias_table)
-    _, heads, head_dim = attn.value.kernel.shape
-    projections = (attn.query, attn.key) if attn.mechanism.needs_qk else ()
+    heads = attn.value.kernel.shape[1]
     for windows, calls, masked in block.attention_calls():
         # "regions" reruns the whole attention layer per region: projections included.
-        for proj in (*projections, attn.value, attn.out):
-            tally.linear("projections", proj, windows * calls * n)
-        for _ in range(windows * calls):
-            tally.mechanism(
-                attn.mechanism,
-                n=n,
-                m=n,
-                heads=heads,
-                head_dim=head_dim,
-                model_dim=dim,
-                layer_index=layer_index,
-                masked=masked,
-            )
+        backbones.attention_flops(
+            attn, tally, n=n, layer_index=layer_index, masked=masked, calls=windows * calls
+        )
         if block.relative_position_bias and "bias" in attn.mechanism.inputs:
             tally.add("attention", elementwise=windows * calls * heads * n * n)  # bias adds
         if calls > 1:

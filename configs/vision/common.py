@@ -197,6 +197,27 @@ DEIT = dict(
 )  # fmt: skip
 
 
+def _deit_training(c, *, lr: float, warmup_epochs: int, end_factor: float = 0.0) -> None:
+    """The DeiT training recipe (shared by Swin, which kept it) after `_epochs`: AdamW (0.9,
+    0.999), weight decay 0.05 on the weight matrices only (timm: no decay on biases, norms,
+    positions, tokens, relative position bias tables), linear warm-up then cosine, 224 px,
+    random resized crop + flip, RandAugment, random erasing, Mixup / CutMix, label smoothing,
+    mixed precision on accelerators."""
+    c.optimizer.lr = lr
+    c.optimizer.b1, c.optimizer.b2, c.optimizer.eps = 0.9, 0.999, 1e-8
+    c.optimizer.weight_decay = DEIT["weight_decay"]
+    c.optimizer.decay_on = "kernels"
+    c.schedule.name = "warmup_cosine"
+    c.schedule.warmup_steps = warmup_epochs * c.eval_every
+    c.schedule.end_factor = end_factor
+    c.model.dtype = "auto"  # both train with automatic mixed precision
+    d = c.data
+    d.image_size, d.augment, d.hflip = 224, "inception", True
+    d.rand_augment, d.random_erasing = DEIT["rand_augment"], DEIT["random_erasing"]
+    d.mixup, d.cutmix, d.label_smoothing = DEIT["mixup"], DEIT["cutmix"], DEIT["label_smoothing"]
+    c.attention = common.attention_config("softmax")
+
+
 def deit_s(c, *, layers: int = 12) -> None:
     """DeiT-S (GFSA Tables 3 and 12): 384 wide, 6 heads of 64, MLP 1536, patch 16 at 224 px,
     qkv biases, class token, learned positions; the DeiT recipe (AdamW (0.9, 0.999), batch
@@ -207,12 +228,7 @@ def deit_s(c, *, layers: int = 12) -> None:
     shuffle), the distillation token and teacher, EMA (off in DeiT's reported runs)."""
     r = DEIT
     _epochs(c, epochs=r["epochs"], batch=r["batch"], train_examples=r["train_examples"])
-    c.optimizer.lr = r["lr"]
-    c.optimizer.b1, c.optimizer.b2, c.optimizer.eps = 0.9, 0.999, 1e-8
-    c.optimizer.weight_decay = r["weight_decay"]
-    c.optimizer.decay_on = "kernels"  # timm: no decay on biases, norms, positions, tokens
-    c.schedule.name = "warmup_cosine"
-    c.schedule.warmup_steps = r["warmup_epochs"] * c.eval_every
+    _deit_training(c, lr=r["lr"], warmup_epochs=r["warmup_epochs"])
     m = c.model
     m.encoder = "transformer"
     m.patch_size = 16
@@ -221,12 +237,6 @@ def deit_s(c, *, layers: int = 12) -> None:
     m.drop_path, m.drop_path_decay = r["drop_path"], "linear"
     m.qkv_bias = m.out_bias = True
     m.pool, m.positions = "cls", "learned"
-    m.dtype = "auto"  # DeiT trains with automatic mixed precision
-    d = c.data
-    d.image_size, d.augment, d.hflip = 224, "inception", True
-    d.rand_augment, d.random_erasing = r["rand_augment"], r["random_erasing"]
-    d.mixup, d.cutmix, d.label_smoothing = r["mixup"], r["cutmix"], r["label_smoothing"]
-    c.attention = common.attention_config("softmax")
 
 
 # Swin (Liu et al. 2021, Table 1 / configs): (depths, heads, drop-path); C = 96, window 7.
@@ -244,14 +254,8 @@ def swin(c, variant: str) -> None:
     and position bias tables. Not reproduced: the warm-up's start at 5e-7 (ours starts at 0)."""
     depths, heads, drop_path = SWIN[variant]
     _epochs(c, epochs=300, batch=1024, train_examples=DEIT["train_examples"])
-    c.optimizer.lr = 1e-3
-    c.optimizer.b1, c.optimizer.b2, c.optimizer.eps = 0.9, 0.999, 1e-8
-    c.optimizer.weight_decay = 0.05
-    c.optimizer.decay_on = "kernels"  # Swin: no decay on biases, norms, position bias tables
+    _deit_training(c, lr=1e-3, warmup_epochs=20, end_factor=5e-6 / 1e-3)
     c.optimizer.grad_clip_norm = 5.0
-    c.schedule.name = "warmup_cosine"
-    c.schedule.warmup_steps = 20 * c.eval_every
-    c.schedule.end_factor = 5e-6 / 1e-3
     m = c.model
     m.encoder, m.patch_size, m.dim = "swin", 4, 96
     m.depths, m.swin_heads, m.window_size, m.mlp_ratio = depths, heads, 7, 4.0
@@ -259,12 +263,6 @@ def swin(c, variant: str) -> None:
     m.qkv_dim, m.mlp_dim = 96, 384
     m.dropout, m.drop_path, m.drop_path_decay = 0.0, drop_path, "linear"
     m.pool, m.positions = "mean", "none"
-    m.dtype = "auto"  # Swin trains with automatic mixed precision
-    d = c.data
-    d.image_size, d.augment, d.hflip = 224, "inception", True
-    d.rand_augment, d.random_erasing = DEIT["rand_augment"], DEIT["random_erasing"]
-    d.mixup, d.cutmix, d.label_smoothing = DEIT["mixup"], DEIT["cutmix"], DEIT["label_smoothing"]
-    c.attention = common.attention_config("softmax")
 
 
 # GRF topological masking, Table 2 (per dataset): batch, epochs, walks n, p_halt, i_max.
@@ -308,6 +306,24 @@ def grf_vit(c, dataset: str) -> None:
     c.attention = common.attention_config(
         "grf", n_walks=r["n_walks"], p_halt=r["p_halt"], max_walk_len=r["max_walk_len"]
     )
+
+
+def grf_table1_config(dataset: str, arg: str | None) -> ml_collections.ConfigDict:
+    """The config of a GRF Table 1 column other than ImageNet: `model=grf_vit` on `dataset`
+    (`places365`, `inaturalist`), with its class count and TFDS name."""
+    args = parse(arg, "grf_vit", recipes=("grf_vit",))
+    d = data.data_config(dataset)
+    d.tfds_name = GRF_TFDS[dataset]
+    d.num_classes = GRF_CLASSES[dataset]
+    c = new(f"vision.{dataset}", d, args.preset)
+    grf_vit(c, dataset)
+    c = finish(c, args, presets.SMALL_IMAGES)
+    grf_rows(c, dataset)
+    return c
+
+
+GRF_CLASSES = {"places365": 365, "inaturalist": 10_000}  # Places365; iNaturalist 2021
+GRF_TFDS = {"places365": "places365_small", "inaturalist": "i_naturalist2021"}
 
 
 def grf_rows(c, dataset: str) -> None:

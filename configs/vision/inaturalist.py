@@ -18,17 +18,8 @@ paper fine-tuned from an unstated pretrained checkpoint; this recipe trains from
 
 from __future__ import annotations
 
-from configs.vision import common, presets
-from vision import data
+from configs.vision import common
 
 
 def get_config(arg: str | None = None):
-    args = common.parse(arg, "grf_vit", recipes=("grf_vit",))
-    d = data.data_config("inaturalist")
-    d.tfds_name = "i_naturalist2021"
-    d.num_classes = 10_000  # iNaturalist 2021
-    c = common.new("vision.inaturalist", d, args.preset)
-    common.grf_vit(c, "inaturalist")
-    c = common.finish(c, args, presets.SMALL_IMAGES)
-    common.grf_rows(c, "inaturalist")
-    return c
+    return common.grf_table1_config("inaturalist", arg)

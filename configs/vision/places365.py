@@ -19,17 +19,8 @@ this recipe trains from scratch.
 
 from __future__ import annotations
 
-from configs.vision import common, presets
-from vision import data
+from configs.vision import common
 
 
 def get_config(arg: str | None = None):
-    args = common.parse(arg, "grf_vit", recipes=("grf_vit",))
-    d = data.data_config("places365")
-    d.tfds_name = "places365_small"
-    d.num_classes = 365  # Places365
-    c = common.new("vision.places365", d, args.preset)
-    common.grf_vit(c, "places365")
-    c = common.finish(c, args, presets.SMALL_IMAGES)
-    common.grf_rows(c, "places365")
-    return c
+    return common.grf_table1_config("places365", arg)

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from core import tasks
 from tests import tolerances
 from vision import mixup
 
@@ -129,24 +130,38 @@ def test_jit_equals_no_jit_and_dtype(runs):
         mixup.mix(images, labels, keys[0], num_classes=K, mixup_alpha=0.0, cutmix_alpha=0.0)
 
 
-def test_soft_cross_entropy_against_float64():
+def test_soft_target_loss_against_float64():
+    """The loss the vision task trains mixed batches with (`core.tasks.classification_loss`
+    with `targets`, timm's `SoftTargetCrossEntropy`): the weighted mean of
+    `-sum_c targets * log_softmax(logits)`; accuracy stays against the labels."""
     rng = np.random.default_rng(0)
     logits = rng.normal(scale=3.0, size=(5, 7)).astype(np.float32)
     targets = rng.dirichlet(np.ones(7), size=5).astype(np.float32)
+    labels = np.array([1, 0, 6, 3, 3], np.int32)
+    weight = np.array([1, 1, 1, 1, 0], np.float32)  # a padding example counts nothing
     l64 = logits.astype(np.float64)
     logz = (
         l64.max(-1, keepdims=True)
         + np.log(np.exp(l64 - l64.max(-1, keepdims=True)).sum(-1))[:, None]
     )
-    ref = -(targets.astype(np.float64) * (l64 - logz)).sum(-1)
-    loss = mixup.soft_cross_entropy(jnp.asarray(logits), jnp.asarray(targets))
-    assert loss.shape == (5,) and loss.dtype == jnp.float32
+    per_example = -(targets.astype(np.float64) * (l64 - logz)).sum(-1)
+    ref = (per_example * weight).sum() / weight.sum()
+    loss, metrics = tasks.classification_loss(logits, labels, weight, targets=targets)
+    assert loss.dtype == jnp.float32
     tolerances.assert_close(loss, ref)
-    tolerances.assert_close(jax.jit(mixup.soft_cross_entropy)(logits, targets), ref)
+    jitted = jax.jit(lambda *a: tasks.classification_loss(*a, targets=targets)[0])
+    tolerances.assert_close(jitted(logits, labels, weight), ref)
+    correct = (logits.argmax(-1) == labels) * weight
+    assert float(metrics["accuracy"][0]) == correct.sum() and float(metrics["accuracy"][1]) == 4
     # One-hot targets: the ordinary cross-entropy, -log softmax at the label.
-    onehot = np.eye(7, dtype=np.float32)[[1, 0, 6, 3, 3]]
+    onehot = np.eye(7, dtype=np.float32)[labels]
+    hard = tasks.classification_loss(logits, labels, weight)[0]
     tolerances.assert_close(
-        mixup.soft_cross_entropy(logits, onehot), -(l64 - logz)[np.arange(5), [1, 0, 6, 3, 3]]
+        tasks.classification_loss(logits, labels, weight, targets=onehot)[0], hard
     )
-    bf16 = mixup.soft_cross_entropy(jnp.asarray(logits, jnp.bfloat16), targets)
-    assert bf16.dtype == jnp.float32
+    expected = (-(l64 - logz)[np.arange(5), labels] * weight).sum() / weight.sum()
+    tolerances.assert_close(hard, expected)
+    bf16 = tasks.classification_loss(
+        jnp.asarray(logits, jnp.bfloat16), labels, weight, targets=targets
+    )
+    assert bf16[0].dtype == jnp.float32
