@@ -19,6 +19,7 @@ __all__ = [
     "ARGS",
     "SMOKE",
     "trainer_config",
+    "data_fields",
     "attention_config",
     "sequence_attention",
     "parse",
@@ -69,6 +70,11 @@ def trainer_config() -> ml_collections.ConfigDict:
     # empty: the task's own (sum, count) metrics.
     c.evals = ml_collections.ConfigDict()
     c.dense_finetune_fraction = 0.0  # SSA "+FT": last fraction of steps with dense attention
+    # Exponential moving average of the parameters, evaluated beside them (metrics `ema_<name>`;
+    # the run's own metrics and best checkpoint stay the raw model's, as DeiT reports them): after
+    # every step ema = decay * ema + (1 - decay) * params. 0 = off; DeiT's `--model-ema` (on by
+    # default in DeiT's and GFSA's Image/main.py) uses 0.99996 (timm ModelEma).
+    c.ema_decay = 0.0
     c.optimizer = ml_collections.ConfigDict()
     c.optimizer.name = "adamw"  # AdamW, decoupled weight decay scaled by the lr
     c.optimizer.lr = 1e-3  # base lr (the `constant` factor of LRA schedules)
@@ -83,6 +89,18 @@ def trainer_config() -> ml_collections.ConfigDict:
     c.schedule.steps_per_cycle = 0  # LRA cosine_decay period; 0 = the whole run after warmup
     c.schedule.end_factor = 0.0  # warmup_cosine: final lr as a fraction of the peak
     return c
+
+
+def data_fields(d: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    """Adds to a domain's data section `d` the fields the trainer reads from every data section,
+    with neutral defaults; returns `d`. A domain's `new` passes its data section through this (a
+    data section without them, e.g. a test's, trains with these defaults)."""
+    # DeiT's repeated augmentation (`--repeated-aug`, timm's RASampler with 3 repeats, on by
+    # default in DeiT's and GFSA's Image/main.py): each distinct example fills this many
+    # consecutive slots of a global batch, every copy with its own augmentation draw; an epoch of
+    # steps then sees 1 / repeated_aug of the distinct examples. 1 = off.
+    d.repeated_aug = 1
+    return d
 
 
 def attention_config(name: str, **hparams) -> ml_collections.ConfigDict:

@@ -102,7 +102,14 @@ def measure(
     data_sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
     graphdef, state, optimizer, schedule = train.init_state(task, config, replicated)
     train_step, eval_step = train.make_steps(
-        task, graphdef, optimizer, schedule, config.seed, state, mesh
+        task,
+        graphdef,
+        optimizer,
+        schedule,
+        config.seed,
+        state,
+        mesh,
+        ema_decay=config.get("ema_decay", 0.0),
     )
     example = jax.device_put(task.example_batch(config, batch), data_sharding)
     t0 = time.perf_counter()

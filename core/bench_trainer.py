@@ -34,7 +34,16 @@ def bare_loop(config, steps: int) -> float:
     it = data.train_iterator(ds.train, batch_size=config.batch_size, seed=config.seed)
     batches = [jax.device_put(next(it), sharding) for _ in range(steps)]
     graphdef, state, optimizer, schedule = train.init_state(task, config, replicated)
-    step, _ = train.make_steps(task, graphdef, optimizer, schedule, config.seed, state, mesh)
+    step, _ = train.make_steps(
+        task,
+        graphdef,
+        optimizer,
+        schedule,
+        config.seed,
+        state,
+        mesh,
+        ema_decay=config.get("ema_decay", 0.0),
+    )
     state, m = step(state, batches[0], False)
     jax.block_until_ready(m)
     t0 = time.perf_counter()

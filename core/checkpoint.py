@@ -1,9 +1,10 @@
 """Checkpoints (orbax): the latest train state for resuming, and the best-validation params.
 
-`latest/<step>` holds the train state (step, params, optimizer state), the data iterator
-position and the trainer's bookkeeping (best metric so far). `best/<step>` holds the params of
-the best validation evaluation. Orbax finalises a step directory atomically, so a process killed
-mid-save leaves the previous step as the latest.
+`latest/<step>` holds the train state (step, params, optimizer state, the parameter EMA when the
+run keeps one), the data iterator position and the trainer's bookkeeping (best metric so far).
+`best/<step>` holds the params (and the EMA) of the best validation evaluation. Orbax finalises
+a step directory atomically, so a process killed mid-save leaves the previous step as the
+latest.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from core import errors
 
 __all__ = ["Checkpoints"]
 
+# The parts of the train state kept for the best validation step (those the state has).
+_BEST = ("params", "ema")
+
 
 class Checkpoints:
     def __init__(self, directory, *, keep: int = 2, use_async: bool = True):
@@ -31,11 +35,10 @@ class Checkpoints:
         self.best = ocp.CheckpointManager(directory / "best", options=opts(1))
 
     def save(self, step: int, state, data_state: dict, meta: dict, *, best: bool) -> None:
-        """Saves the latest state; also the params as best when `best`."""
+        """Saves the latest state; also the params (and EMA) as best when `best`."""
         if best:
-            self.best.save(
-                step, args=ocp.args.Composite(params=ocp.args.StandardSave(state["params"]))
-            )
+            parts = {k: ocp.args.StandardSave(state[k]) for k in _BEST if k in state}
+            self.best.save(step, args=ocp.args.Composite(**parts))
         self.latest.save(
             step,
             args=ocp.args.Composite(
@@ -101,22 +104,25 @@ class Checkpoints:
         self.latest.reload()
         return dst
 
-    def restore_best_params(self, abstract_params):
+    def restore_best(self, abstract_state):
+        """Returns `(step, {"params": ..., "ema": ...})` of the best validation step, the parts
+        `abstract_state` (the train state's layout) has, or `(None, None)` before any."""
         self.best.wait_until_finished()
         step = self.best.latest_step()
         if step is None:
             return None, None
+        parts = {
+            k: ocp.args.StandardRestore(abstract_state[k]) for k in _BEST if k in abstract_state
+        }
         try:
-            restored = self.best.restore(
-                step, args=ocp.args.Composite(params=ocp.args.StandardRestore(abstract_params))
-            )
+            restored = self.best.restore(step, args=ocp.args.Composite(**parts))
         except Exception as e:  # noqa: BLE001 (named for the user, with what to do)
             raise errors.CheckpointError(
                 f"the best-validation checkpoint step {step} in {self.directory / 'best'} is "
                 f"damaged ({type(e).__name__}: {_first_line(e)}); delete that step directory "
                 "and its latest/ steps from it on, and run again to recompute it"
             ) from None
-        return step, restored["params"]
+        return step, {k: restored[k] for k in parts}
 
     def wait(self) -> None:
         self.latest.wait_until_finished()

@@ -8,8 +8,12 @@ one example per `__getitem__`.
 Training: a global shuffle with a fresh permutation every epoch (grain `shuffle().repeat()`),
 batched, each process taking its slice of every global batch. Optional per-example
 `transform(example, rng)` (augmentation, resampling) gets a numpy Generator seeded by
-`(seed, position)`, the example's position in the endless shuffled stream: a new draw every
-epoch, and the same draw when a resumed run reaches the same position. Optional
+`(seed, position)`, the example's position (its slot) in the endless stream of batches: a new
+draw every epoch, and the same draw when a resumed run reaches the same position. Repeated
+augmentation (`repeats=r`, DeiT's RASampler): the stream holds every example of the shuffle `r`
+times in consecutive slots (batches cut it at any slot, so `r` need not divide the batch), each
+copy with its own position and so its own transform draw; a pass over the shuffle then takes
+`r` times as many steps. Optional
 `collate(examples) -> batch` pads variable-size examples (graphs, point sets) into a few
 bucketed shapes (`pad_to_bucket`), so jit compiles a bounded number of times; the default
 stacks. The iterator's state (grain's, `{"next_index": k}`) goes into every checkpoint, so a
@@ -69,6 +73,16 @@ def _load(source, idx, positions, seed, transform, collate) -> dict:
     return batch
 
 
+class _Repeated:
+    """Slot s of the repeated stream -> example `stream[s // repeats]`; picklable."""
+
+    def __init__(self, stream, repeats: int):
+        self.stream, self.repeats = stream, repeats
+
+    def __call__(self, slot: int) -> int:
+        return self.stream[slot // self.repeats]
+
+
 class _Loader:
     """`(batch index, global batch of example indices)` -> this process's batch; picklable, for
     grain worker processes."""
@@ -102,17 +116,27 @@ def train_iterator(
     collate: Collate | None = None,
     workers: int = 0,
     prefetch: int = 4,
+    repeats: int = 1,
 ) -> grain.DatasetIterator:
     """An endless, checkpointable iterator of this process's share of each global batch of
-    `batch_size` examples of `source`."""
+    `batch_size` slots of the shuffled stream of `source`'s examples, each example in `repeats`
+    consecutive slots (1: every example once per pass)."""
     if batch_size % process_count:
         raise ValueError(f"batch_size {batch_size} is not divisible by {process_count} processes")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be an int >= 1, got {repeats!r}")
     n = len(source)
-    if n < batch_size:
-        raise ValueError(f"the train split has {n} examples, fewer than one batch ({batch_size})")
+    if n * repeats < batch_size:
+        raise ValueError(
+            f"the train split has {n} examples, fewer than one batch ({batch_size}) holds"
+            + (f" with {repeats} repeats" if repeats > 1 else "")
+        )
     local = batch_size // process_count
     ds = grain.MapDataset.range(n).shuffle(seed=seed).repeat()
-    ds = ds.batch(batch_size, drop_remainder=True)  # batch b: stream positions b*B .. b*B+B-1
+    if repeats > 1:
+        # Slot s holds example s // repeats of the shuffled stream (RASampler's index list).
+        ds = grain.MapDataset.range(len(ds)).map(_Repeated(ds, repeats))
+    ds = ds.batch(batch_size, drop_remainder=True)  # batch b: slots b*B .. b*B+B-1
     ds = ds.map_with_index(
         _Loader(
             source,

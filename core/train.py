@@ -5,6 +5,13 @@ evaluation; loop; final summary. A run killed at any point and restarted with th
 resumes from its latest checkpoint and ends with the same parameters and metrics as an
 uninterrupted run (same seed, same devices).
 
+DeiT's recipe pieces: `config.ema_decay > 0` keeps an exponential moving average of the
+parameters in the train state (updated in the jitted step after the optimizer's update,
+checkpointed, so resume stays exact); every evaluation also evaluates it, with the model's
+current buffers, and records its metrics as `ema_<name>` beside the raw model's, which stay the
+run's metrics and pick the best checkpoint (DeiT evaluates the raw model). Repeated
+augmentation, `config.data.repeated_aug`, is the input pipeline's (`core.data.train_iterator`).
+
 Precision: `config.model.dtype` is the compute dtype of the model's activations (`core.layers`);
 parameters, optimizer state, gradients, loss and metrics are float32 whatever it is. "auto" is
 resolved at the start of a run for this backend (bfloat16 on GPU/TPU, float32 on CPU;
@@ -26,6 +33,7 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
+import optax
 from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -194,6 +202,8 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         transform=ds.transform,
         collate=ds.collate,
         workers=config.data_workers,
+        # A data section may lack the field (configs/common.py: data_fields): off.
+        repeats=config.data.get("repeated_aug", 1),
     )
 
     # ---- model and optimizer ---------------------------------------------------------------
@@ -222,7 +232,15 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
     # ---- jitted steps ----------------------------------------------------------------------
     use_evaluators = bool(config.get("evals"))
     train_step, eval_step = make_steps(
-        task, graphdef, optimizer, schedule, config.seed, state, mesh, outputs=use_evaluators
+        task,
+        graphdef,
+        optimizer,
+        schedule,
+        config.seed,
+        state,
+        mesh,
+        outputs=use_evaluators,
+        ema_decay=config.get("ema_decay", 0.0),
     )
 
     # ---- evaluation --------------------------------------------------------------------------
@@ -252,6 +270,15 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         else:
             out = _reduce(jax.device_get(totals))
         out["num_examples"] = len(split)
+        return out
+
+    def evaluate_state(tree, name: str) -> dict:
+        """`evaluate` of `tree["params"]`, plus the EMA's metrics as `ema_<name>` where `tree`
+        (the train state, or the best step's parts) holds one."""
+        out = evaluate(tree["params"], name)
+        if "ema" in tree:
+            ema = evaluate(tree["ema"], name)
+            out.update({f"ema_{k}": v for k, v in ema.items() if k != "num_examples"})
         return out
 
     # ---- loop ------------------------------------------------------------------------------
@@ -316,7 +343,7 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
 
     def eval_and_checkpoint() -> None:
         nonlocal last_saved
-        val = evaluate(state["params"], "val")
+        val = evaluate_state(state, "val")
         if config.best_metric not in val:
             known = ", ".join(k for k in val if k != "num_examples")
             raise errors.ConfigError(
@@ -378,9 +405,9 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
     metrics_file.close()
 
     # ---- final summary ---------------------------------------------------------------------
-    test_last = evaluate(state["params"], "test")
-    best_step, best_params = ckpts.restore_best_params(checkpoint.abstract(state["params"]))
-    test_best = evaluate(best_params, "test")
+    test_last = evaluate_state(state, "test")
+    best_step, best = ckpts.restore_best(checkpoint.abstract(state))
+    test_best = evaluate_state(best, "test")
     val_last = meta["val_history"][-1]
     val_best = next(v for v in meta["val_history"] if v["step"] == best_step)
     ckpts.close()
@@ -431,7 +458,8 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
 def init_state(task, config, sharding):
     """Builds the model and optimizer: `(graphdef, state, optimizer, schedule)` where `state` is
     the pytree `{step, params, buffers, opt_state}` placed with `sharding` (buffers are the
-    model's constants: checkpointed, never trained)."""
+    model's constants: checkpointed, never trained), plus `ema`, a float32 copy of the params,
+    where `config.ema_decay > 0`."""
     model = task.build_model(config, nnx.Rngs(params=config.seed))
     graphdef, params, buffers, rest = nnx.split(model, nnx.Param, layers.Buffer, ...)
     if jax.tree.leaves(rest):
@@ -447,16 +475,26 @@ def init_state(task, config, sharding):
         "buffers": nnx.to_pure_dict(buffers),
         "opt_state": optimizer.init(params),
     }
+    if config.get("ema_decay", 0.0):
+        state["ema"] = jax.tree.map(lambda p: jnp.array(p, jnp.float32, copy=True), params)
     return graphdef, jax.device_put(state, sharding), optimizer, schedule
 
 
-def make_steps(task, graphdef, optimizer, schedule, seed: int, state, mesh, *, outputs=False):
+def make_steps(
+    task, graphdef, optimizer, schedule, seed: int, state, mesh, *, outputs=False, ema_decay=0.0
+):
     """The jitted `train_step(state, batch, dense_attention) -> (state, metrics)` and
     `eval_step(params, buffers, batch) -> metric sums` (with `outputs`, the task's
     `eval_outputs(model, batch)` for `core.evaluators` instead); batches are sharded over the mesh's
     `data` axis, the state is replicated. Dropout keys are `fold_in(key(seed), step)`: no RNG
     state. `dense_attention` (a static bool) True passes `subsample=False` to mechanisms that
-    declare it: SSA's dense fine-tuning phase."""
+    declare it: SSA's dense fine-tuning phase. With `ema_decay > 0` (a state from `init_state`
+    with that `config.ema_decay`) the step also updates the state's `ema` from the new params."""
+    if ("ema" in state) != bool(ema_decay):
+        raise ValueError(
+            f"ema_decay={ema_decay} with a state {'with' if 'ema' in state else 'without'} an "
+            "EMA; pass the config's ema_decay to both init_state and make_steps"
+        )
     base_key = jax.random.key(seed)
 
     def train_step(state, batch, dense_attention):
@@ -480,6 +518,8 @@ def make_steps(task, graphdef, optimizer, schedule, seed: int, state, mesh, *, o
             "buffers": state["buffers"],
             "opt_state": opt_state,
         }
+        if ema_decay:  # timm ModelEma: ema = decay * ema + (1 - decay) * params
+            new["ema"] = optax.incremental_update(params, state["ema"], 1.0 - ema_decay)
         return new, metrics
 
     def eval_step(params, buffers, batch):

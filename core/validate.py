@@ -85,6 +85,13 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
         lambda v: _finite(v) and 0 <= v <= 1,
         "must be in [0, 1]",
     )
+    r(
+        c,
+        "config.",
+        "ema_decay",
+        lambda v: _finite(v) and 0 <= v < 1,
+        "must be in [0, 1) (0 turns the parameter EMA off; DeiT uses 0.99996)",
+    )
     opt = c.get("optimizer")
     p = "config.optimizer."
     r(opt, p, "lr", lambda v: _finite(v) and v > 0, "the learning rate must be positive")
@@ -135,6 +142,7 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
     r(d, p, "max_length", pos, "must be an integer >= 1")
     for field in ("num_train", "num_val", "num_test"):  # 0: every example of the split
         r(d, p, field, nonneg, "must be an integer >= 0")
+    r(d, p, "repeated_aug", pos, "must be an integer >= 1 (1 turns repeated augmentation off)")
 
     # ---- attention -----------------------------------------------------------------------
     att = c.get("attention")

@@ -71,7 +71,7 @@ def new(task: str, data: ml_collections.ConfigDict, preset: str) -> ml_collectio
     c = common.trainer_config()
     c.task = task
     c.preset = preset
-    c.data = data
+    c.data = common.data_fields(data)
     c.model = model_config()
     # Accuracy and cross-entropy on val and test (core/evaluators.py), as LRA reports them.
     c.evals.classification = ml_collections.ConfigDict({"type": "classification"})
