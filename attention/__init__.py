@@ -23,6 +23,7 @@ from attention import (  # noqa: F401
     sliceformer,
     softmax,
     ssa,
+    talking_heads,
 )
 from attention.registry import (
     Mechanism,

@@ -16,6 +16,8 @@ The paper forms Ā² (O(N³) per head). Here the filter is applied to V instead:
     out = w_0 V + w_1 ĀV + w_K (ĀV + (K - 1)(Ā(ĀV) - ĀV))           O(N² d)
 
 `gfsa_exact` computes Ā^K V as K successive products Ā(Ā(...(ĀV))) (O(K N² d); Table 9).
+With `talking_heads=True` the filtered matrix is CaiT's talking-heads attention matrix
+(`attention.talking_heads`), as the authors' `gfsa_cait.py` (GFSA Tables 3, 12, 14).
 `gfsa_linear` is the linear-attention version (Sec. 6, App. U, Table 40) on Efficient Attention
 (Shen et al.): Ā = ρ_q(Q) ρ_k(K)^T with ρ_q a softmax over features and ρ_k a softmax over the
 sequence, so Ā is row-stochastic without normalisation and ĀX = ρ_q(Q)(ρ_k(K)^T X) costs
@@ -43,6 +45,7 @@ import jax
 import jax.numpy as jnp
 
 from attention import cost, masks, registry, softmax
+from attention import talking_heads as talking_heads_lib
 from attention.softmax import check_qkv
 
 __all__ = [
@@ -75,11 +78,12 @@ def init(
     init_wk: float = 0.0,
     even_layers_only: bool = False,
     learn_w0_w1: bool = False,
+    talking_heads: bool = False,
 ):
     """Creates the per-head filter coefficients of one layer.
 
     Args:
-      key: unused (the initialisation is deterministic).
+      key: draws the talking-heads maps (the filter coefficients are deterministic).
       num_heads: H.
       head_dim, model_dim, max_len, num_layers: unused.
       layer_index: 0-based depth of the layer; with `even_layers_only`, odd layers get no
@@ -88,12 +92,16 @@ def init(
       init_wk: initial value of w_K (the paper uses 0, making GFSA start as softmax attention).
       even_layers_only: GFSA on layers 0, 2, 4, ... only (GFSA_even).
       learn_w0_w1: also learn per-head `w_0` (init `w0`) and `w_1` (init 1), as Algorithm 1.
+      talking_heads: filter CaiT's talking-heads attention matrix instead of the softmax
+        (`attention.talking_heads`; the GFSA authors' `gfsa_cait.py` applies the filter after
+        the post-softmax mixing); adds the mixing maps under `talking_heads.PARAMS`.
 
     Returns:
       `{"w_k": [H]}` (plus `"w_0"`, `"w_1"`: `[H]` when `learn_w0_w1`), float32; for an odd layer
-      under `even_layers_only`, `{"buffers": {PLAIN_LAYER: True}}` and no trainable arrays.
+      under `even_layers_only`, `{"buffers": {PLAIN_LAYER: True}}` and no filter coefficients;
+      plus the talking-heads maps when `talking_heads`.
     """
-    del key, head_dim, model_dim, max_len, num_layers
+    del head_dim, model_dim, max_len, num_layers
     if isinstance(num_heads, bool) or not isinstance(num_heads, numbers.Integral) or num_heads < 1:
         raise ValueError(f"gfsa: num_heads must be a positive int, got {num_heads!r}")
     if (
@@ -102,9 +110,12 @@ def init(
         or layer_index < 0
     ):
         raise ValueError(f"gfsa: layer_index must be a non-negative int, got {layer_index!r}")
+    params = {}
+    if talking_heads:
+        params[talking_heads_lib.PARAMS] = talking_heads_lib.init_mixing(key, num_heads)
     if even_layers_only and layer_index % 2 == 1:
-        return {"buffers": {PLAIN_LAYER: jnp.asarray(True)}}
-    params = {"w_k": jnp.full((num_heads,), init_wk, jnp.float32)}
+        return {**params, "buffers": {PLAIN_LAYER: jnp.asarray(True)}}
+    params["w_k"] = jnp.full((num_heads,), init_wk, jnp.float32)
     if learn_w0_w1:
         params["w_0"] = jnp.full((num_heads,), w0, jnp.float32)
         params["w_1"] = jnp.ones((num_heads,), jnp.float32)
@@ -165,26 +176,21 @@ def _diagonal(mask4, b: int, h: int, n: int, m: int, dtype):
     return diag.transpose(0, 2, 1)[..., None]
 
 
-def _probs(q, k, mask, bias, scale, dropout_rate, train, key):
-    """Masked softmax probabilities `[B, H, N, M]` (after dropout when training), and the mask."""
-    b, n, h, dk = q.shape
-    m = k.shape[1]
-    scale = dk**-0.5 if scale is None else scale
-    acc = jnp.promote_types(q.dtype, jnp.float32)
-    logits = jnp.einsum("bnhd,bmhd->bhnm", q, k, preferred_element_type=acc) * scale
-    if bias is not None:
-        logits = logits + jnp.asarray(bias).astype(acc)
-    mask4 = masks.as_4d(mask, b, h, n, m)
-    if mask4 is not None:
-        logits = jnp.where(mask4, logits, jnp.finfo(acc).min)
-    probs = jax.nn.softmax(logits, axis=-1)
-    if mask4 is not None:
-        # Fully masked rows: softmax of an all-min row is uniform, not zero.
-        probs = jnp.where(mask4, probs, 0.0)
-    if train and dropout_rate > 0.0:
-        keep = jax.random.bernoulli(key, 1.0 - dropout_rate, probs.shape)
-        probs = jnp.where(keep, probs / (1.0 - dropout_rate), 0.0)
-    return probs, mask4
+def _probs(params, q, k, mask, bias, scale, dropout_rate, train, key, name):
+    """The attention matrix `[B, H, N, M]` (with CaiT's talking heads when `params` holds
+    them; after dropout when training) and the 4-D mask (`attention.talking_heads`)."""
+    return talking_heads_lib.probabilities(
+        q,
+        k,
+        mask=mask,
+        bias=bias,
+        scale=scale,
+        dropout_rate=dropout_rate,
+        train=train,
+        key=key,
+        mixing=params.get(talking_heads_lib.PARAMS),
+        name=name,
+    )
 
 
 def _quadratic(
@@ -195,7 +201,7 @@ def _quadratic(
     _check_dropout(dropout_rate, train, key, name)
     b, n, h, _ = q.shape
     m = k.shape[1]
-    probs, mask4 = _probs(q, k, mask, bias, scale, dropout_rate, train, key)
+    probs, mask4 = _probs(params, q, k, mask, bias, scale, dropout_rate, train, key, name)
     acc = probs.dtype
     vals = v.astype(acc)
 
@@ -310,7 +316,7 @@ def gfsa_explicit_apply(
     b, n, h, _ = q.shape
     m = k.shape[1]
     p = max(n, m)
-    probs, mask4 = _probs(q, k, mask, bias, scale, dropout_rate, train, key)
+    probs, mask4 = _probs(params, q, k, mask, bias, scale, dropout_rate, train, key, name)
     acc = probs.dtype
     a = jnp.pad(probs, ((0, 0), (0, 0), (0, p - n), (0, p - m)))
     if _is_plain(params):
@@ -409,6 +415,8 @@ def apply_linear(
 
 
 _INIT_DEFAULTS = {"init_wk": 0.0, "even_layers_only": False, "learn_w0_w1": False}
+# The quadratic forms can also filter CaiT's talking-heads matrix (the linear one has no matrix).
+_QUADRATIC_DEFAULTS = {**_INIT_DEFAULTS, "talking_heads": False}
 
 
 _check = registry.int_at_least(order=1)
@@ -422,16 +430,25 @@ def flops(c: cost.Call, hp) -> tuple[float, float]:
     """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
     # Softmax's 4·n·m·h·d plus the second-order term A(AV), 2·n·m·h·dv (never A², which would
     # be 2·n·m·n·h); a GFSA_even odd layer is plain softmax.
-    mm, ew = softmax.flops(c, hp)
+    mm, ew = _matrix_flops(c, hp)
     if _plain_layer(c, hp):
         return mm, ew
     return mm + 2 * c.n * c.m * c.h * c.dv, ew + 9 * c.n * c.h * c.dv
 
 
+def _matrix_flops(c: cost.Call, hp) -> tuple[float, float]:
+    """Softmax attention's FLOPs, plus the talking-heads maps when on."""
+    mm, ew = softmax.flops(c, hp)
+    if hp.get("talking_heads"):
+        mm_th, ew_th = talking_heads_lib.mixing_flops(c)
+        mm, ew = mm + mm_th, ew + ew_th
+    return mm, ew
+
+
 def flops_exact(c: cost.Call, hp) -> tuple[float, float]:
     """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
     # QK^T 2·n·m·h·dk and K successive products A(A(...(AV))), K·2·n·m·h·dv.
-    mm, ew = softmax.flops(c, hp)
+    mm, ew = _matrix_flops(c, hp)
     if _plain_layer(c, hp):
         return mm, ew
     extra = (hp["order"] - 1) * 2 * c.n * c.m * c.h * c.dv
@@ -456,7 +473,7 @@ registry.register(
     apply=apply,
     init=init,
     flops=flops,
-    defaults={"order": 3, "w0": 0.0, "dropout_rate": 0.0, "scale": None, **_INIT_DEFAULTS},
+    defaults={"order": 3, "w0": 0.0, "dropout_rate": 0.0, "scale": None, **_QUADRATIC_DEFAULTS},
     doc="graph-filter self-attention: w0 I + A + wK (A + (K-1)(A^2 - A)), O(N^2 d)",
     inputs=("bias",),
 )
@@ -466,7 +483,7 @@ registry.register(
     apply=apply_exact,
     init=init,
     flops=flops_exact,
-    defaults={"order": 3, "w0": 0.0, "dropout_rate": 0.0, "scale": None, **_INIT_DEFAULTS},
+    defaults={"order": 3, "w0": 0.0, "dropout_rate": 0.0, "scale": None, **_QUADRATIC_DEFAULTS},
     doc="graph-filter self-attention with the exact power: w0 I + A + wK A^K (Table 9)",
     inputs=("bias",),
 )

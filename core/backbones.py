@@ -33,7 +33,18 @@ import jax.numpy as jnp
 from attention import cost
 from core import errors, layers, samsa_block
 
-__all__ = ["register", "build", "names", "count_flops", "attention_flops"]
+__all__ = [
+    "register",
+    "build",
+    "names",
+    "count_flops",
+    "attention_flops",
+    "encoder_block_flops",
+    "norm_flops",
+    "mlp_flops",
+    "gelu_flops",
+    "gelu_name",
+]
 
 # name -> (factory, FLOP formula or None)
 _REGISTRY: dict[str, tuple[Callable, Callable | None]] = {}
@@ -84,7 +95,8 @@ def count_flops(name: str, encoder, tally, *, n: int, masked: bool) -> None:
 # --------------------------------------------------------------------------- FLOP formulas
 
 
-def _norm_flops(norm, tally, *, n: int, ops: int) -> None:
+def norm_flops(norm, tally, *, n: int, ops: int) -> None:
+    """A norm (`ops` elementwise FLOPs per feature) on `n` tokens, claiming its scales."""
     tally.claim("norms/other", norm)
     tally.add("norms/other", elementwise=ops * n * norm.num_features)
 
@@ -113,10 +125,16 @@ def attention_flops(
         )
 
 
-def _mlp_flops(mlp: layers.MlpBlock, tally, *, n: int) -> None:
+def mlp_flops(mlp: layers.MlpBlock, tally, *, n: int) -> None:
+    """A `layers.MlpBlock` on `n` tokens."""
     tally.linear("mlp", mlp.fc1, n)
     tally.linear("mlp", mlp.fc2, n)
-    tally.add("mlp", elementwise=cost.GELU_TANH * n * mlp.fc1.out_features)
+    tally.add("mlp", elementwise=gelu_flops(mlp) * n * mlp.fc1.out_features)
+
+
+def gelu_flops(mlp: layers.MlpBlock) -> int:
+    """Elementwise FLOPs of one GELU of `mlp` (`attention.cost`)."""
+    return cost.GELU_TANH if mlp.approximate else cost.GELU_ERF
 
 
 def _transformer_flops(encoder: layers.TransformerEncoder, tally, *, n: int, masked: bool):
@@ -126,14 +144,24 @@ def _transformer_flops(encoder: layers.TransformerEncoder, tally, *, n: int, mas
     if encoder.positions != "none":
         tally.add("embedding", elementwise=n * dim)  # positions added
     for i, block in enumerate(encoder.blocks):
-        _norm_flops(block.ln1, tally, n=n, ops=cost.LAYERNORM)
-        _norm_flops(block.ln2, tally, n=n, ops=cost.LAYERNORM)
-        tally.add("norms/other", elementwise=2 * n * dim)  # residual adds
-        if block.layer_scale is not None:
-            tally.add("norms/other", elementwise=2 * n * dim)  # LayerScale products
-        attention_flops(block.attn, tally, n=n, layer_index=i, masked=masked)
-        _mlp_flops(block.mlp, tally, n=n)
-    _norm_flops(encoder.norm, tally, n=n, ops=cost.LAYERNORM)
+        encoder_block_flops(block, tally, n=n, layer_index=i, masked=masked)
+    norm_flops(encoder.norm, tally, n=n, ops=cost.LAYERNORM)
+
+
+def encoder_block_flops(
+    block: layers.EncoderBlock, tally, *, n: int, layer_index: int, masked: bool
+) -> None:
+    """A `layers.EncoderBlock` on `n` tokens: norms, residuals, LayerScale, attention, MLP."""
+    dim = block.ln1.num_features
+    norm_flops(block.ln1, tally, n=n, ops=cost.LAYERNORM)
+    norm_flops(block.ln2, tally, n=n, ops=cost.LAYERNORM)
+    tally.add("norms/other", elementwise=2 * n * dim)  # residual adds
+    if block.layer_scale is not None:
+        tally.claim("norms/other", block.gamma1)
+        tally.claim("norms/other", block.gamma2)
+        tally.add("norms/other", elementwise=2 * n * dim)  # LayerScale products
+    attention_flops(block.attn, tally, n=n, layer_index=layer_index, masked=masked)
+    mlp_flops(block.mlp, tally, n=n)
 
 
 def _samsa_flops(encoder: samsa_block.SAMSAEncoder, tally, *, n: int, masked: bool):
@@ -142,19 +170,19 @@ def _samsa_flops(encoder: samsa_block.SAMSAEncoder, tally, *, n: int, masked: bo
     if encoder.positions:
         tally.add("embedding", elementwise=n * dim)  # positions added
     for i, block in enumerate(encoder.blocks):
-        _norm_flops(block.norm1, tally, n=n, ops=cost.RMSNORM)
-        _norm_flops(block.norm2, tally, n=n, ops=cost.RMSNORM)
+        norm_flops(block.norm1, tally, n=n, ops=cost.RMSNORM)
+        norm_flops(block.norm2, tally, n=n, ops=cost.RMSNORM)
         tally.add("norms/other", elementwise=4 * n * dim)  # residual scales and adds
         attention_flops(block.attn, tally, n=n, layer_index=i, masked=masked)
-        _mlp_flops(block.mlp, tally, n=n)
-    _norm_flops(encoder.norm, tally, n=n, ops=cost.RMSNORM)
+        mlp_flops(block.mlp, tally, n=n)
+    norm_flops(encoder.norm, tally, n=n, ops=cost.RMSNORM)
 
 
 @register("transformer", flops=_transformer_flops)
 def transformer(*, model_cfg, attention_cfg, max_len: int, rngs):
     """The pre-LN encoder; besides the LRA fields, the optional vision fields `drop_path`
     (with `drop_path_decay`, linear or uniform), `layer_scale` (None = off), `qkv_bias` and
-    `out_bias` (default off, as LRA)."""
+    `out_bias` (default off, as LRA) and `gelu` (default "tanh", as LRA; "erf" exact)."""
     m = model_cfg
     return layers.TransformerEncoder(
         num_layers=m.num_layers,
@@ -172,8 +200,19 @@ def transformer(*, model_cfg, attention_cfg, max_len: int, rngs):
         layer_scale=m.get("layer_scale", None),
         qkv_bias=m.get("qkv_bias", False),
         out_bias=m.get("out_bias", False),
+        gelu=gelu_name(m),
         rngs=rngs,
     )
+
+
+def gelu_name(model_cfg) -> str:
+    """`config.model.gelu` ("tanh" when absent, as LRA), checked: a ConfigError names it."""
+    name = model_cfg.get("gelu", "tanh")
+    if name not in layers.GELUS:
+        raise errors.ConfigError(
+            f"config.model.gelu={name!r}: unknown; known: {', '.join(layers.GELUS)}"
+        )
+    return name
 
 
 @register("samsa", flops=_samsa_flops)

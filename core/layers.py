@@ -44,6 +44,8 @@ __all__ = [
     "Buffer",
     "attention_inputs",
     "Attention",
+    "GELUS",
+    "check_gelu",
     "MlpBlock",
     "EncoderBlock",
     "TransformerEncoder",
@@ -255,8 +257,21 @@ class Attention(nnx.Module):
         return self.out(out)
 
 
+GELUS = ("tanh", "erf")
+
+
+def check_gelu(name: str) -> bool:
+    """`approximate` for `jax.nn.gelu` from a config's `gelu` name: "tanh" (the approximation
+    flax's and LRA's models use) or "erf" (the exact form of PyTorch's `nn.GELU`, which timm's
+    ViT/DeiT/CaiT/Swin and vit-pytorch use)."""
+    if name not in GELUS:
+        raise ValueError(f"unknown gelu {name!r}; known: {', '.join(GELUS)}")
+    return name == "tanh"
+
+
 class MlpBlock(nnx.Module):
-    """Dense -> GELU -> dropout -> Dense -> dropout (the LRA MlpBlock)."""
+    """Dense -> GELU -> dropout -> Dense -> dropout (the LRA MlpBlock); `gelu` "tanh" (LRA's
+    `nn.gelu`) or "erf" (exact, PyTorch's `nn.GELU`)."""
 
     def __init__(
         self,
@@ -266,15 +281,18 @@ class MlpBlock(nnx.Module):
         *,
         dtype,
         kernel_init=_xavier,
+        gelu: str = "tanh",
         rngs: nnx.Rngs,
     ):
         self.fc1 = nnx.Linear(dim, mlp_dim, kernel_init=kernel_init, dtype=dtype, rngs=rngs)
         self.fc2 = nnx.Linear(mlp_dim, dim, kernel_init=kernel_init, dtype=dtype, rngs=rngs)
         self.rate = dropout_rate
+        self.approximate = check_gelu(gelu)
 
     def __call__(self, x, *, train: bool, key=None):
         k1, k2 = split_keys(key, 2)
-        x = dropout(jax.nn.gelu(self.fc1(x)), self.rate, k1, train)
+        x = jax.nn.gelu(self.fc1(x), approximate=self.approximate)
+        x = dropout(x, self.rate, k1, train)
         return dropout(self.fc2(x), self.rate, k2, train)
 
 
@@ -283,7 +301,8 @@ class EncoderBlock(nnx.Module):
 
     Options of the vision recipes: `drop_path` (stochastic depth of each branch), `layer_scale`
     (CaiT's LayerScale: each branch times a learned per-channel vector initialised to this
-    value; None = off), and the attention's `qkv_bias` / `out_bias` / `kernel_init`.
+    value; None = off), the attention's `qkv_bias` / `out_bias` / `kernel_init`, and the MLP's
+    `gelu` ("tanh" | "erf", `MlpBlock`).
     """
 
     def __init__(
@@ -305,6 +324,7 @@ class EncoderBlock(nnx.Module):
         qkv_bias: bool = False,
         out_bias: bool = False,
         kernel_init=_xavier,
+        gelu: str = "tanh",
     ):
         self.ln1 = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
         self.attn = Attention(
@@ -323,7 +343,13 @@ class EncoderBlock(nnx.Module):
         )
         self.ln2 = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
         self.mlp = MlpBlock(
-            dim, mlp_dim, dropout_rate, dtype=dtype, kernel_init=kernel_init, rngs=rngs
+            dim,
+            mlp_dim,
+            dropout_rate,
+            dtype=dtype,
+            kernel_init=kernel_init,
+            gelu=gelu,
+            rngs=rngs,
         )
         self.rate = dropout_rate
         self.drop_path = drop_path
@@ -361,7 +387,7 @@ class TransformerEncoder(nnx.Module):
       positions: "sinusoidal" (fixed) or "learned" (normal(0.02) init) or "none".
       max_len: the longest sequence (including any CLS token).
       drop_path, drop_path_decay: stochastic depth, its per-layer rates (`drop_path_rates`).
-      layer_scale, qkv_bias, out_bias, kernel_init: per block (`EncoderBlock`).
+      layer_scale, qkv_bias, out_bias, kernel_init, gelu: per block (`EncoderBlock`).
     """
 
     def __init__(
@@ -383,6 +409,7 @@ class TransformerEncoder(nnx.Module):
         qkv_bias: bool = False,
         out_bias: bool = False,
         kernel_init=_xavier,
+        gelu: str = "tanh",
         rngs: nnx.Rngs,
     ):
         mech = mechanism(attention_cfg)
@@ -412,6 +439,7 @@ class TransformerEncoder(nnx.Module):
                 qkv_bias=qkv_bias,
                 out_bias=out_bias,
                 kernel_init=kernel_init,
+                gelu=gelu,
             ),
             num_layers,
         )

@@ -16,7 +16,10 @@ One model for the papers' image tables; `config.model.encoder` names the backbon
   swin         Swin (Liu et al. 2021, `vision.swin`): the patch embedding is followed by a
                LayerNorm and no class token or absolute positions; the hierarchical encoder
                ends in a LayerNorm, then global average pooling and the linear head.
-  cait         CaiT (Touvron et al. 2021b), when registered (`vision.cait`).
+  cait         CaiT (Touvron et al. 2021b, `vision.cait`): learned positions on the patches,
+               self-attention blocks with LayerScale, then the encoder's own class token
+               through class-attention blocks; a final LayerNorm; the head reads the class
+               token (`pool="cls"`).
 
 Graph-structured mechanisms see the grid of patches: GRF masks over the 2-D grid graph of the
 patches (`graph="grid"`, the class token linked to every patch; `configs/vision/common.py` sets
@@ -33,12 +36,14 @@ import ml_collections
 from flax import nnx
 
 from core import backbones, layers
-from vision import swin  # noqa: F401  (registers the "swin" backbone)
+from vision import cait, swin  # noqa: F401  (register the "cait" and "swin" backbones)
 
 __all__ = ["grid_shape", "num_tokens", "ImageClassifier"]
 
 # Backbones that take their own grid and pool by global average (no class token, no positions).
 _HIERARCHICAL = ("swin",)
+# Backbones that add their own positions and class token (the classifier adds neither).
+_OWN_CLASS_TOKEN = ("cait",)
 
 
 def grid_shape(image_size: int, patch_size: int) -> tuple[int, int]:
@@ -53,9 +58,10 @@ def grid_shape(image_size: int, patch_size: int) -> tuple[int, int]:
 
 
 def num_tokens(model_cfg, image_size: int) -> int:
-    """Tokens the backbone sees: the patches, plus the class token when pooling by it."""
+    """Tokens the backbone's self-attention sees: the patches, plus the class token when
+    pooling by it (CaiT's class token joins only its class-attention blocks)."""
     gh, gw = grid_shape(image_size, model_cfg.patch_size)
-    extra = model_cfg.pool == "cls" and model_cfg.encoder not in _HIERARCHICAL
+    extra = model_cfg.pool == "cls" and model_cfg.encoder not in _HIERARCHICAL + _OWN_CLASS_TOKEN
     return gh * gw + int(extra)
 
 
@@ -99,7 +105,7 @@ class ImageClassifier(nnx.Module):
             cfg = ml_collections.ConfigDict({**m.to_dict(), "grid": self.grid})
         else:
             cfg = m
-        if self.pool_mode == "cls" and not self.hierarchical:
+        if self.pool_mode == "cls" and not self.hierarchical and m.encoder not in _OWN_CLASS_TOKEN:
             self.cls = nnx.Param(nnx.initializers.normal(0.02)(rngs.params(), (1, 1, m.dim)))
         self.length = self.grid[0] * self.grid[1] + int(hasattr(self, "cls"))
         self.encoder = backbones.build(
@@ -120,7 +126,7 @@ class ImageClassifier(nnx.Module):
         x = x.reshape(b, -1, x.shape[-1])  # row-major patches
         if self.hierarchical:
             x = self.patch_norm(x)
-        if self.pool_mode == "cls" and not self.hierarchical:
+        if hasattr(self, "cls"):
             cls = jnp.broadcast_to(self.cls[...], (b, 1, x.shape[-1])).astype(x.dtype)
             x = jnp.concatenate([cls, x], axis=1)
         x = self.encoder(x, train=train, key=key)

@@ -17,11 +17,11 @@ block shifts (the official rule). The caller embeds the patches (Conv + LayerNor
 absolute positions if any; the classifier pools and classifies.
 
 Parameters per block are the official ones (q/k/v with bias, output with bias, the bias table,
-two LayerNorms, the MLP), so Swin-T/S/B parameter counts are exact. Deviations, all without
-effect on the parameter count: the MLP's GELU is `core.layers.MlpBlock`'s tanh approximation
-(the official `nn.GELU` is the exact erf form); linear layers are initialised truncated
-normal(0.02) cut at 2 standard deviations (PyTorch's `trunc_normal_(std=.02)` cuts at +-2
-absolute, i.e. hardly at all).
+two LayerNorms, the MLP), so Swin-T/S/B parameter counts are exact. The MLP's GELU is the
+official exact (erf) form with `gelu="erf"` (the recipes' choice; "tanh" is the default of the
+encoder, as LRA). Deviation without effect on the parameter count: linear layers are
+initialised truncated normal(0.02) cut at 2 standard deviations (PyTorch's
+`trunc_normal_(std=.02)` cuts at +-2 absolute, i.e. hardly at all).
 
 Masks and mechanisms. The shifted-window mask varies over queries. Mechanisms that accept
 such masks (softmax, GFSA, local, ...) receive it as a boolean `[B*nW, 1, w², w²]`. Those that
@@ -229,6 +229,7 @@ class SwinBlock(nnx.Module):
       shift_masks: "pairwise" (query-varying mask), "regions" (one key-padded call per region)
         or "auto" (decided by `takes_pairwise_masks`).
       layer_index, num_layers: position of the block among all blocks (for the mechanism).
+      gelu: the MLP's GELU, "tanh" or "erf" (`core.layers.MlpBlock`).
 
     Raises:
       errors.ConfigError: relative_position_bias with a mechanism without a "bias" input.
@@ -252,6 +253,7 @@ class SwinBlock(nnx.Module):
         shift_masks: str = "auto",
         layer_index: int = 0,
         num_layers: int = 1,
+        gelu: str = "tanh",
         dtype=jnp.float32,
         rngs: nnx.Rngs,
     ):
@@ -314,6 +316,7 @@ class SwinBlock(nnx.Module):
             dropout_rate,
             dtype=dtype,
             kernel_init=_trunc_normal,
+            gelu=gelu,
             rngs=rngs,
         )
         self.rate = dropout_rate
@@ -433,9 +436,13 @@ class SwinEncoder(nnx.Module):
       drop_path: the deepest block's stochastic-depth rate; rates rise linearly from 0 over
         all blocks of all stages (the official rule).
       attention_cfg: mapping with `name` + hyper-parameters of the mechanism in the windows.
+      attention_layers: the blocks (0-based, counted over all stages) that use it; the others
+        use softmax attention, Swin's own. Empty: every block (SSA's Swin-T runs it in 10 or
+        6 of the 12 blocks, SSA Table 2).
       relative_position_bias: learn the per-block relative position bias (needs a mechanism
         with a "bias" input; else errors.ConfigError).
       qkv_bias: biases on q/k/v.
+      gelu: the MLPs' GELU, "tanh" or "erf".
       dtype: compute dtype of the residual stream.
 
     Attributes:
@@ -454,8 +461,10 @@ class SwinEncoder(nnx.Module):
         dropout_rate: float = 0.0,
         drop_path: float = 0.0,
         attention_cfg,
+        attention_layers: Sequence[int] = (),
         relative_position_bias: bool = True,
         qkv_bias: bool = True,
+        gelu: str = "tanh",
         dtype=jnp.float32,
         rngs: nnx.Rngs,
     ):
@@ -467,24 +476,26 @@ class SwinEncoder(nnx.Module):
                 "name the same (non-zero) number of stages"
             )
         _check_grid(grid, len(depths), window_size)
-        mech = layers.mechanism(attention_cfg)
         num_layers = sum(depths)
+        mechanisms = _layer_mechanisms(attention_cfg, attention_layers, num_layers)
         rates = layers.drop_path_rates(drop_path, num_layers, "linear")
-        shift_masks, stages, merges = None, [], []
+        shift_masks, stages, merges = {}, [], []  # shift_masks: one abstract probe per mechanism
         resolution, width, first = grid, dim, 0
         for s, (depth, heads) in enumerate(zip(depths, num_heads, strict=True)):
-            shifts = min(resolution) > window_size and depth > 1
-            if shifts and shift_masks is None:  # one abstract probe for the whole encoder
-                pairwise = takes_pairwise_masks(
-                    mech,
-                    num_heads=heads,
-                    head_dim=width // heads,
-                    model_dim=width,
-                    tokens=window_size**2,
-                    layer_index=first + 1,
-                    num_layers=num_layers,
-                )
-                shift_masks = "pairwise" if pairwise else "regions"
+            if min(resolution) > window_size:
+                for i in range(1, depth, 2):  # the shifted blocks
+                    mech = mechanisms[first + i]
+                    if mech.name not in shift_masks:
+                        pairwise = takes_pairwise_masks(
+                            mech,
+                            num_heads=heads,
+                            head_dim=width // heads,
+                            model_dim=width,
+                            tokens=window_size**2,
+                            layer_index=first + i,
+                            num_layers=num_layers,
+                        )
+                        shift_masks[mech.name] = "pairwise" if pairwise else "regions"
             stages.append(
                 nnx.List(
                     [
@@ -496,13 +507,14 @@ class SwinEncoder(nnx.Module):
                             shift=0 if i % 2 == 0 else window_size // 2,
                             mlp_ratio=mlp_ratio,
                             dropout_rate=dropout_rate,
-                            mechanism=mech,
+                            mechanism=mechanisms[first + i],
                             drop_path=rates[first + i],
                             relative_position_bias=relative_position_bias,
                             qkv_bias=qkv_bias,
-                            shift_masks=shift_masks or "auto",
+                            shift_masks=shift_masks.get(mechanisms[first + i].name, "auto"),
                             layer_index=first + i,
                             num_layers=num_layers,
+                            gelu=gelu,
                             dtype=dtype,
                             rngs=rngs,
                         )
@@ -537,6 +549,22 @@ class SwinEncoder(nnx.Module):
             if s < len(self.merges):
                 x = self.merges[s](x)
         return self.norm(x)
+
+
+def _layer_mechanisms(attention_cfg, attention_layers, num_layers: int) -> list:
+    """The bound mechanism of every block: the configured one on `attention_layers` (all when
+    empty), softmax attention elsewhere."""
+    chosen = layers.mechanism(attention_cfg)
+    picked = {int(i) for i in attention_layers}
+    if not picked:
+        return [chosen] * num_layers
+    if not picked <= set(range(num_layers)):
+        raise errors.ConfigError(
+            f"config.model.attention_layers={tuple(attention_layers)}: blocks are numbered "
+            f"0..{num_layers - 1} over all stages"
+        )
+    plain = attention.get("softmax")
+    return [chosen if i in picked else plain for i in range(num_layers)]
 
 
 def _check_grid(grid: tuple[int, int], stages: int, window: int) -> None:
@@ -589,7 +617,8 @@ def _block_flops(block: SwinBlock, tally, layer_index: int) -> None:
             tally.add("attention", elementwise=windows * calls * n * dim)  # region selects
     tally.linear("mlp", block.mlp.fc1, tokens)
     tally.linear("mlp", block.mlp.fc2, tokens)
-    tally.add("mlp", elementwise=cost.GELU_TANH * tokens * block.mlp.fc1.out_features)
+    gelu = backbones.gelu_flops(block.mlp)
+    tally.add("mlp", elementwise=gelu * tokens * block.mlp.fc1.out_features)
 
 
 def swin_flops(encoder: SwinEncoder, tally, *, n: int, masked: bool) -> None:
@@ -617,8 +646,9 @@ def swin_flops(encoder: SwinEncoder, tally, *, n: int, masked: bool) -> None:
 def swin(*, model_cfg, attention_cfg, max_len: int | None, rngs):
     """The Swin encoder from the model section: `grid` (patch grid H', W'), `dim`, `depths`,
     `swin_heads`, `window_size`, `mlp_ratio`, `dropout`, `drop_path`, `dtype` and the optional
-    `relative_position_bias` (default True). `max_len` must be H'*W' (or None): the grid, not
-    a length, fixes the encoder."""
+    `relative_position_bias` (default True), `attention_layers` (default all) and `gelu`
+    (default "tanh"). `max_len` must be H'*W' (or None): the grid, not a length, fixes the
+    encoder."""
     m = model_cfg
     grid = tuple(int(g) for g in m.grid)
     if len(grid) != 2:
@@ -638,7 +668,9 @@ def swin(*, model_cfg, attention_cfg, max_len: int | None, rngs):
         dropout_rate=m.dropout,
         drop_path=m.drop_path,
         attention_cfg=attention_cfg,
+        attention_layers=tuple(m.get("attention_layers", ())),
         relative_position_bias=m.get("relative_position_bias", True),
+        gelu=backbones.gelu_name(m),
         dtype=layers.compute_dtype(m.dtype),
         rngs=rngs,
     )

@@ -3,7 +3,8 @@ CaiT-S and Swin-S, with and without GFSA.
 
 Numbers: the paper's Table 12 (App. M.2, checked against the paper text), as extracted in
 ../shared/papers/notes/gfsa.md Sec. 3. A printed "81.1 (↑1.3)" is split into the Top-1 Acc and
-Top-1 gain columns. Nothing here is runnable yet (no vision domain). The 12-layer DeiT-S
+Top-1 gain columns. #Params and FLOPs are computed from the recipes' models; the Top-1 cells
+run the recipes (configs/vision/imagenet.py). The 12-layer DeiT-S
 throughputs name our counterpart (`gfsa_table25.step_counterpart`: one LRA Text training step at
 1,024 tokens with softmax and with GFSA), which `python -m scripts.speed_tables --tables gfsa`
 measures and prints beside them; a different model, so compare the ratios. List the cells:
@@ -50,7 +51,7 @@ NOTES = (
     "Descriptive columns dropped: input size 224; #Layers in the row label (Swin-S is printed "
     "with 24 layers here and in Table 25 but 12 in Tables 3 and 15; it has 24 blocks, notes "
     "Sec. 6 item 19).",
-    "#Params and FLOPs of the DeiT-S and Swin-S rows are computed from the models "
+    "#Params and FLOPs of every row are computed from the models "
     "configs/vision/imagenet.py builds (core.paper_exact): parameters exactly, FLOPs as "
     "multiply-accumulates of the matmuls (fvcore's convention, which the DeiT family's 4.6 G "
     "follows), our count checked against XLA's cost analysis. Our GFSA rows count the extra "
@@ -74,6 +75,8 @@ CONFIG = {
     "DeiT-S + GFSA (12L)": "configs/vision/imagenet.py:model=deit_s,attn=gfsa",
     "DeiT-S (24L)": "configs/vision/imagenet.py:model=deit_s24",
     "DeiT-S + GFSA (24L)": "configs/vision/imagenet.py:model=deit_s24,attn=gfsa",
+    "CaiT-S (24L)": "configs/vision/imagenet.py:model=cait_s24",
+    "CaiT-S + GFSA (24L)": "configs/vision/imagenet.py:model=cait_s24,attn=gfsa",
     "Swin-S": "configs/vision/imagenet.py:model=swin_s",
     "Swin-S + GFSA": "configs/vision/imagenet.py:model=swin_s,attn=gfsa",
 }

@@ -2,7 +2,8 @@
 
 Numbers: the paper's Table 14 (App. M.3, checked against the paper text), as extracted in
 ../shared/papers/notes/gfsa.md Sec. 3. The paper prints K across; here K is the row, so the
-sweep plots as a line. Nothing here is runnable yet (no vision domain); list the cells:
+sweep plots as a line. Each cell runs the CaiT-S24 + GFSA recipe with its K
+(configs/vision/imagenet.py:model=cait_s24,attn=gfsa,order=K); list the cells:
 
     python -m scripts.reproduce gfsa.table14 --list
 """
@@ -34,7 +35,9 @@ def get_table() -> Table:
             ("Top-1 Acc",),
             metric="test_best.accuracy",
             scale=100,
-            needs="the ImageNet-1k task (vision domain) and a CaiT-S model, not built yet",
+            config=lambda row, _: (
+                f"configs/vision/imagenet.py:model=cait_s24,attn=gfsa,order={row[2:]}"
+            ),
         ),
         notes=NOTES,
         plot="lines",

@@ -6,6 +6,7 @@ import statistics
 
 import pytest
 
+from core import config as config_lib
 from core import paper_tables
 
 KEYS = ["gfsa.fig1", "gfsa.fig3"] + [f"gfsa.table{i}" for i in range(1, 21) if i != 19]
@@ -39,7 +40,9 @@ def test_every_table_is_there_and_table19_is_not():
     assert "gfsa.table19" not in names  # ASR hyper-parameters only: no results
 
 
-@pytest.mark.parametrize("key", [k for k in KEYS if k != "gfsa.table12"])
+@pytest.mark.parametrize(
+    "key", [k for k in KEYS if k not in ("gfsa.table12", "gfsa.table13", "gfsa.table14")]
+)
 def test_nothing_is_runnable_yet_and_every_cell_says_what_it_needs(key):
     table = paper_tables.load(key)
     paper_tables.validate(table)
@@ -207,7 +210,26 @@ def test_table12_sizes_are_computed_and_the_top1_cells_train_the_vision_recipes(
             assert cell.exact and cell.exact_args["config"].startswith("configs/vision/imagenet")
     assert t.cell("DeiT-S + GFSA (12L)", "Top-1 Acc").config.endswith("model=deit_s,attn=gfsa")
     assert t.cell("DeiT-S (12L)", "#Params (M)").paper == 22.0
-    for cell in t.cells:
-        if cell.row.startswith("CaiT"):
-            assert not cell.runnable
-            assert "CaiT-S" in cell.needs or cell.column.startswith("Top-1 gain")
+    for row in ("CaiT-S (24L)", "CaiT-S + GFSA (24L)"):
+        assert (
+            t.cell(row, "#Params (M)")
+            .exact_args["config"]
+            .endswith("model=cait_s24" + (",attn=gfsa" if "GFSA" in row else ""))
+        )
+    assert t.cell("CaiT-S + GFSA (24L)", "Top-1 Acc").config.endswith("model=cait_s24,attn=gfsa")
+    assert not t.cell("CaiT-S (24L)", "Throughput (img/s)").runnable
+
+
+@pytest.mark.parametrize(
+    ("key", "model", "ks"),
+    [("gfsa.table13", "deit_s", (2, 3, 4, 5)), ("gfsa.table14", "cait_s24", (2, 3, 4))],
+)
+def test_k_sweeps_run_the_recipe_with_each_k(key, model, ks):
+    t = paper_tables.load(key)
+    paper_tables.validate(t)
+    for k in ks:
+        config = t.cell(f"K={k}", "Top-1 Acc").config
+        assert config.endswith(f"model={model},attn=gfsa,order={k}")
+        loaded = config_lib.load(config)
+        assert loaded.attention.order == k
+        assert loaded.attention.talking_heads == (model == "cait_s24")

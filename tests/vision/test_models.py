@@ -172,10 +172,11 @@ def test_paper_recipes_have_the_papers_parameter_counts(spec):
     ],
 )
 def test_flop_count_matches_xla_cost_analysis(spec):
-    """Our matmul FLOPs of a small ViT and a small Swin equal what XLA counts for the forward
-    (within the few percent XLA adds for elementwise work it counts as FLOPs)."""
+    """Our FLOPs of a small ViT and a small Swin against what XLA counts for the forward: the
+    matmuls exactly (XLA counts them and more), the total with our approximate elementwise
+    counts (the exact GELU's erf expanded, softmax, norms) within 3%."""
     config = config_lib.load(spec)
-    counts = flops.count(config, batch=1, elementwise=False)
+    counts = flops.count(config, batch=1)
     model = nnx.eval_shape(
         lambda: models.ImageClassifier(
             num_classes=config.data.num_classes,
@@ -195,7 +196,8 @@ def test_flop_count_matches_xla_cost_analysis(spec):
     cost = jax.jit(forward).lower(state, x).compile().cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
     xla = cost["flops"]
-    assert counts.matmul_flops <= xla <= 1.15 * counts.matmul_flops, (counts.matmul_flops, xla)
+    assert counts.matmul_flops <= xla, (counts.matmul_flops, xla)
+    assert abs(xla - counts.flops) <= 0.03 * counts.flops, (counts.flops, xla)
 
 
 def test_grf_sees_the_patch_grid_with_the_class_token():

@@ -27,6 +27,10 @@ PAIRS = [
     pytest.param("imagenet", "model=deit_s,attn=linear", marks=_SLOW),
     ("imagenet", "model=deit_s,attn=grf"),
     pytest.param("imagenet", "model=deit_s,attn=grf_dense", marks=_SLOW),
+    # CaiT (GFSA Tables 3, 12, 14), with and without GFSA on its talking-heads matrix: slow
+    # tier; the fast tier checks the whole CaiT + GFSA forward in tests/vision/test_cait.py.
+    pytest.param("imagenet", "model=cait_s24", marks=_SLOW),
+    pytest.param("imagenet", "model=cait_s24,attn=gfsa", marks=_SLOW),
     # Swin's smoke model compiles for ~20 s: both Swin pairs are the slow tier; the fast tier
     # trains Swin blocks in tests/vision/test_swin.py and builds the smoke model in test_models.
     pytest.param("imagenet", "model=swin_s", marks=_SLOW),
