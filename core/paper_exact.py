@@ -21,6 +21,8 @@ __all__ = [
     "gfsa_extra_params",
     "model_params_m",
     "model_gmacs",
+    "model_compute_ratio",
+    "recipe_exaflop",
     "softmax_numerics",
     "permutation_mae",
 ]
@@ -57,6 +59,31 @@ def model_gmacs(config: str) -> float:
     vision papers' "FLOPs" columns are fvcore / ptflops counts, which count one
     multiply-accumulate as one FLOP and leave elementwise work out (DeiT-S "4.6 G")."""
     return flops.count(_recipe(config), batch=1).matmul_flops / 2 / 1e9
+
+
+def model_compute_ratio(config: str, baseline: str, finetune: float = 0.0) -> float:
+    """Training compute of the recipe `config` relative to `baseline` (SSA's C column): the
+    ratio of their training-forward matmul FLOPs per example (`core.flops.count(train=True)`,
+    so sampled attention counts only its sources; the backward scales with the forward). With
+    `finetune` (SSA's "+FT", the last fraction of training dense, i.e. at `baseline`'s cost)
+    the total is `(1 - finetune)·C + finetune`."""
+    ratio = _train_matmul_flops(config) / _train_matmul_flops(baseline)
+    return (1.0 - finetune) * ratio + finetune
+
+
+@functools.lru_cache(maxsize=64)
+def _train_matmul_flops(config: str) -> float:
+    """Training-forward matmul FLOPs per example of the recipe (cached: a table's rows share
+    their baseline)."""
+    return flops.count(_recipe(config), train=True, batch=1).matmul_flops
+
+
+def recipe_exaflop(config: str) -> float:
+    """The recipe's total training compute in ExaFLOP, SSA Table 7's convention (forward
+    FLOPs only, 2 per multiply-accumulate): training-forward matmul FLOPs per example x batch
+    x steps."""
+    c = _recipe(config)
+    return _train_matmul_flops(config) * c.batch_size * c.total_steps / 1e18
 
 
 # --------------------------------------------------------------------------------------------

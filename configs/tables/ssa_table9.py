@@ -6,15 +6,15 @@ validation accuracy (%) with locally biased SSA (the numbers repeat Table 2) and
 SSA.
 
 Numbers: the paper's Table 9 (App. D; checked against ../shared/papers/ssa.txt), as extracted
-in ../shared/papers/notes/ssa.md Sec. 3. No cell is runnable yet (no ImageNet task, no Swin-T);
-list what is missing with
+in ../shared/papers/notes/ssa.md Sec. 3. Every cell runs a Swin-T recipe of
+configs/vision/imagenet.py (`window=14,ssa=S10|S6[,ft=1],sampling=local|unbiased`); list them:
 
     python -m scripts.reproduce ssa.table9
 """
 
 from __future__ import annotations
 
-from configs.tables.ssa_table2 import TASK_NEEDS
+from configs.tables.ssa_table2 import imagenet_config
 from core.paper_tables import Table, grid
 
 # row: (Table 2 row, locally biased %, unbiased %)
@@ -25,6 +25,7 @@ ROWS = {
     "6 layers +FT": ("W14-S6-L4 +FT", 81.60, 81.36),
 }
 COLUMNS = ("Locally Biased dev Acc.", "Unbiased dev Acc.")
+SAMPLING = {"Locally Biased dev Acc.": "local", "Unbiased dev Acc.": "unbiased"}
 
 
 def get_table() -> Table:
@@ -42,7 +43,7 @@ def get_table() -> Table:
             COLUMNS,
             metric="val_last.accuracy",
             scale=100.0,
-            needs=TASK_NEEDS["ImageNet-1K"],
+            config=lambda row, column: imagenet_config(ROWS[row][0], sampling=SAMPLING[column]),
         ),
         higher_is_better={column: True for column in COLUMNS},
         notes=(

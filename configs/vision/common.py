@@ -42,13 +42,24 @@ __all__ = [
 RECIPES = ("vit", "sliceformer", "deit_s", "deit_s24", "cait_s24", "swin_t", "swin_s", "grf_vit")
 
 
-def parse(arg: str | None, default: str, recipes=RECIPES, extra: dict | None = None):
+def parse(
+    arg: str | None,
+    default: str,
+    recipes=RECIPES,
+    extra: dict | None = None,
+    choices: dict | None = None,
+):
     """Parses a vision recipe file's `key=value,...` against `common.ARGS`, `model=` (one of
-    `recipes`, default `default`) and the file's `extra` keys."""
+    `recipes`, default `default`) and the file's `extra` keys (`choices`: their known values,
+    as `configs.common.parse`)."""
     return common.parse(
         arg,
         {"model": default, **(extra or {})},
-        {"model": (recipes, "vision recipe"), "preset": (common.PRESETS, None)},
+        {
+            "model": (recipes, "vision recipe"),
+            "preset": (common.PRESETS, None),
+            **(choices or {}),
+        },
     )
 
 
@@ -76,6 +87,7 @@ def model_config() -> ml_collections.ConfigDict:
     # used tanh (their config.json has no `gelu`, which reads as tanh).
     m.gelu = "erf"
     # Swin only (encoder="swin"; `dim` is the first stage's width)
+    m.attention_layers = ()  # blocks (over all stages) with config.attention (else softmax); ()=all
     m.depths = (2, 2, 6, 2)  # blocks per stage
     m.swin_heads = (3, 6, 12, 24)  # heads per stage
     m.window_size = 7  # tokens per window side
@@ -330,6 +342,47 @@ def swin(c, variant: str) -> None:
     m.qkv_dim, m.mlp_dim = 96, 384
     m.dropout, m.drop_path, m.drop_path_decay = 0.0, drop_path, "linear"
     m.pool, m.positions = "mean", "none"
+
+
+# SSA's Swin-T (Hussain et al. 2023, Sec. 4.2, App. B.2, Tables 2 and 9; notes ssa.md §1.4,
+# §2.4): which stages sample. S10 = stages 1-3 (Swin-T's first 10 blocks; stage 4's 7 x 7 windows
+# cannot be split into four sub-windows); S6 = stage 3 only (the first 4 blocks excluded).
+SSA_SWIN_STAGES = {"S10": "all but the last", "S6": "the last but one"}
+
+
+def ssa_swin(c, *, sampling: str, finetune: bool) -> None:
+    """SSA on Swin (after `swin`): 25% of each window's sources, L4 = four sub-windows of
+    targets (2 x 2 tiles of the window grid, `grid_2d`), sources drawn by 2-D locally biased
+    shuffling with sigma = 0.75 of the window side in both directions (`sampling="local"`, the
+    paper's 10.5 patches of a 14 x 14 window) or uniformly inside the window ("unbiased",
+    Table 9), confined to their own (shifted) window because the mechanism is called per
+    window; dense attention at evaluation (the paper's renormalisation); +FT: the last 10% of
+    the steps dense. Which blocks sample is `ssa_rows` (after the preset's depths).
+
+    Decisions where the paper is silent (notes ssa.md §6, item 5): one pattern per step shared
+    by every window, head and image (the paper's "same reindexing within each mini-batch");
+    the shifted-window mask and the relative position bias are gathered with the sources."""
+    sigma = 0.75 if sampling == "local" else float("inf")
+    c.attention = common.attention_config(
+        "ssa",
+        keep=0.25,
+        sampling="grid_2d",
+        tiles=(2, 2),
+        sigma_first=sigma,
+        sigma_last=sigma,
+    )
+    c.dense_finetune_fraction = 0.1 if finetune else 0.0
+
+
+def ssa_rows(c, layers: str) -> None:
+    """Sets `model.attention_layers` to the blocks of the stages `layers` (a key of
+    `SSA_SWIN_STAGES`) names, counted on the (possibly preset-scaled) depths."""
+    depths = tuple(c.model.depths)
+    stages = range(len(depths) - 1) if layers == "S10" else [max(len(depths) - 2, 0)]
+    first = [sum(depths[:s]) for s in range(len(depths))]
+    c.model.attention_layers = tuple(
+        i for s in stages for i in range(first[s], first[s] + depths[s])
+    )
 
 
 # GRF topological masking, Table 2 (per dataset): batch, epochs, walks n, p_halt, i_max.

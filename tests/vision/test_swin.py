@@ -18,6 +18,7 @@ from flax import nnx
 
 import attention
 from core import backbones, errors, flops
+from core import config as config_lib
 from tests import tolerances
 from vision import swin
 
@@ -405,3 +406,93 @@ def test_registered_factory_and_flops():
     assert by_component["norms/other"] == norms
     assert by_component["attention"] == 4 * 49 * 2  # the bias tables
     assert all(math.isfinite(v) for v in tally.flops.values())
+
+
+# ---------------------------------------------------------------- SSA in Swin (SSA Tables 2, 9)
+
+SSA = {
+    "name": "ssa",
+    "keep": 0.25,
+    "sampling": "grid_2d",
+    "tiles": (2, 2),
+    "sigma_first": 0.75,
+    "sigma_last": 0.75,
+}
+
+
+def test_ssa_in_shifted_windows_samples_inside_its_region_only():
+    """SSA (four 2 x 2 sub-windows of a 4 x 4 window, a quarter of the sources each) in a
+    shifted block, training: the shifted-window mask is gathered with the sources, so the
+    wrapped corner token still reaches nothing outside its region, and targets whose sampled
+    sources all lie in other regions get zeros, not NaN."""
+    block = swin.SwinBlock(
+        8,
+        2,
+        grid=(8, 8),
+        window_size=4,
+        shift=2,
+        mlp_ratio=2.0,
+        dropout_rate=0.0,
+        mechanism=attention.get("ssa", **{k: v for k, v in SSA.items() if k != "name"}),
+        rngs=nnx.Rngs(_key(0)),
+    )
+    assert block.shift_masks == "pairwise"
+    block = _perturb(block)
+    x = _normal(6, (1, 8, 8, 8))
+    x2 = x.at[0, 0, 0, 0].add(5.0)
+
+    @nnx.jit
+    def train_forward(model, v, key):
+        return model(v.reshape(1, 64, 8), train=True, key=key).reshape(8, 8, 8)
+
+    region = np.zeros((8, 8), bool)
+    region[:2, :2] = True
+    for seed in range(3):
+        ya, yb = (train_forward(block, v, _key(seed)) for v in (x, x2))
+        assert bool(jnp.all(jnp.isfinite(ya)))
+        tolerances.assert_close(ya[~region], yb[~region], rtol=0, atol=0, what="other regions")
+    # the pattern is resampled per key: two keys give different outputs
+    assert not np.allclose(train_forward(block, x, _key(0)), train_forward(block, x, _key(1)))
+
+
+def test_attention_layers_pick_the_blocks_and_ssa_evaluates_densely():
+    """`attention_layers=(1,)`: block 0 is softmax, block 1 SSA. At evaluation SSA is dense
+    softmax attention (renormalisation), so the encoder equals the all-softmax one with the
+    same weights; in training only block 1 samples."""
+    enc = _encoder(SSA, attention_layers=(1,))
+    assert [b.attn.mechanism.name for b in enc.stages[0]] == ["softmax", "ssa"]
+    dense = _encoder(SOFTMAX)
+    x = _normal(8, (2, 64, 8))
+    tolerances.assert_close(_forward(enc, x), _forward(dense, x), what="SSA at evaluation")
+    with pytest.raises(errors.ConfigError, match=r"attention_layers=\(2,\).*0\.\.1"):
+        _encoder(SSA, attention_layers=(2,))
+
+
+def test_ssa_swin_recipes():
+    """SSA Tables 2 and 9's Swin-T rows: W14 windows, SSA in stages 1-3 (S10) or stage 3 (S6),
+    locally biased (sigma 0.75 of the window side) or unbiased, +FT the last 10%."""
+    c = config_lib.load("configs/vision/imagenet.py:model=swin_t,window=14,ssa=S10")
+    assert c.model.window_size == 14 and c.model.attention_layers == tuple(range(10))
+    assert (c.attention.name, c.attention.keep, tuple(c.attention.tiles)) == ("ssa", 0.25, (2, 2))
+    assert c.attention.sigma_first == c.attention.sigma_last == 0.75
+    assert c.dense_finetune_fraction == 0.0
+    c = config_lib.load(
+        "configs/vision/imagenet.py:model=swin_t,window=14,ssa=S6,ft=1,sampling=unbiased"
+    )
+    assert c.model.attention_layers == (4, 5, 6, 7, 8, 9) and c.dense_finetune_fraction == 0.1
+    assert c.attention.sigma_first == float("inf")
+    assert config_lib.load("configs/vision/imagenet.py:model=swin_t,window=14").attention.name == (
+        "softmax"
+    )
+    smoke = config_lib.load(
+        "configs/vision/imagenet.py:preset=smoke,model=swin_t,window=14,ssa=S10"
+    )
+    assert smoke.model.window_size == 8 and smoke.model.attention_layers == (0, 1)
+    for bad, message in (
+        ("model=deit_s,window=14", "window= and ssa= are Swin's"),
+        ("model=swin_t,ft=1", "ft=1 is SSA's"),
+        ("model=swin_t,ssa=S8", "unknown SSA layers ssa='S8'"),
+        ("model=swin_t,ssa=S6,sampling=biased", "unknown SSA sampling='biased'"),
+    ):
+        with pytest.raises(errors.ConfigError, match=message):
+            config_lib.load(f"configs/vision/imagenet.py:{bad}")

@@ -35,6 +35,8 @@ PAIRS = [
     # trains Swin blocks in tests/vision/test_swin.py and builds the smoke model in test_models.
     pytest.param("imagenet", "model=swin_s", marks=_SLOW),
     pytest.param("imagenet", "model=swin_s,attn=gfsa", marks=_SLOW),
+    # SSA Table 2 / 9: Swin-T, W14 (the smoke preset's doubled window), SSA in stages 1-3, +FT
+    pytest.param("imagenet", "model=swin_t,window=14,ssa=S10,ft=1", marks=_SLOW),
     pytest.param("places365", "model=grf_vit", marks=_SLOW),  # GRF Table 1's own ViT-B
     pytest.param("inaturalist", "model=grf_vit,attn=linear", marks=_SLOW),
 ]
