@@ -24,6 +24,7 @@ from attention import (  # noqa: F401
     softmax,
     ssa,
     talking_heads,
+    toeplitz,
 )
 from attention.registry import (
     Mechanism,

@@ -22,6 +22,7 @@ __all__ = [
     "data_fields",
     "attention_config",
     "sequence_attention",
+    "takes_token_grid",
     "parse",
     "swap_attention",
     "finish",
@@ -119,11 +120,18 @@ def attention_config(name: str, **hparams) -> ml_collections.ConfigDict:
     return c
 
 
+def takes_token_grid(att: ml_collections.ConfigDict) -> bool:
+    """Whether the mechanism of `att` reads the tokens' grid (`grid`): GRF's grid graph and
+    Toeplitz's 2-D offsets; not SSA's `grid_2d` sampler, whose grid is its own choice."""
+    return "grid" in att and att.get("graph", "grid") == "grid" and "sampling" not in att
+
+
 def sequence_attention(att: ml_collections.ConfigDict, length: int, *, cls: bool) -> None:
     """Adapts graph-structured mechanisms to a 1-D sequence of `length` tokens (+ a CLS token):
-    GRF masks over the path graph (a 1 x length grid) with the CLS token linked to every token.
-    Mechanisms without these hyper-parameters are left unchanged."""
-    if att.get("graph") == "grid" and "grid" in att:
+    GRF masks over the path graph (a 1 x length grid), Toeplitz offsets along it (a relative
+    position scalar), the CLS token linked to every token. Mechanisms without these
+    hyper-parameters are left unchanged."""
+    if takes_token_grid(att):
         att.grid = (1, length)
     if "cls_token" in att:
         att.cls_token = cls

@@ -505,7 +505,7 @@ def finish(c, args, presets) -> ml_collections.ConfigDict:
     if "k" in c.attention and c.attention.k > n:
         raise config_lib.ConfigError(f"SAMSA k={c.attention.k} exceeds the {n} tokens of an image")
     att = c.attention
-    if att.get("graph") == "grid" and "grid" in att:
+    if common.takes_token_grid(att):
         att.grid = (gh, gw)
     if att.get("sampling") == "grid_2d" and "grid" in att:
         # SSA's 2-D neighbourhoods over the patches (its grid has no class token: pool by mean)

@@ -26,6 +26,8 @@ PARAM_COUNTS = {
     "gfsa": 11_786 + 4,  # w_K per head
     "gfsa_exact": 11_786 + 4,
     "gfsa_linear": 11_786 + 4,
+    # one scalar per offset of the 1 x 40 path (79) and head
+    "toeplitz": 11_786 + 4 * 79,
     # two 4 x 4 head-mixing maps with biases
     "talking_heads": 11_786 + 2 * (4 * 4 + 4),
     # scorer MLP 32->32->32 (+RMSNorm) ->4 heads: 2276; 2k=16 support scores/keys/values: 1088

@@ -27,6 +27,7 @@ PAIRS = [
     pytest.param("imagenet", "model=deit_s,attn=linear", marks=_SLOW),
     ("imagenet", "model=deit_s,attn=grf"),
     pytest.param("imagenet", "model=deit_s,attn=grf_dense", marks=_SLOW),
+    pytest.param("imagenet", "model=grf_vit,attn=toeplitz", marks=_SLOW),  # GRF Table 1
     # CaiT (GFSA Tables 3, 12, 14), with and without GFSA on its talking-heads matrix: slow
     # tier; the fast tier checks the whole CaiT + GFSA forward in tests/vision/test_cait.py.
     pytest.param("imagenet", "model=cait_s24", marks=_SLOW),
