@@ -22,6 +22,7 @@ __all__ = [
     "model_params_m",
     "model_gmacs",
     "model_compute_ratio",
+    "gfsa_code_gflops",
     "recipe_exaflop",
     "softmax_numerics",
     "permutation_mae",
@@ -59,6 +60,61 @@ def model_gmacs(config: str) -> float:
     vision papers' "FLOPs" columns are fvcore / ptflops counts, which count one
     multiply-accumulate as one FLOP and leave elementwise work out (DeiT-S "4.6 G")."""
     return flops.count(_recipe(config), batch=1).matmul_flops / 2 / 1e9
+
+
+def _code_attention(n: int, dim: int, heads: int, *, talking_heads: bool = False) -> float:
+    """The authors' `Attention.flops(N)`: q/k/v and output maps, QK^T and AV as
+    multiply-accumulates, one op per softmax entry; CaiT's talking heads add its two H x H
+    maps per entry."""
+    head_dim = dim // heads
+    ops = n * dim * 3 * dim + 2 * heads * n * n * head_dim + heads * n * n + n * dim * dim
+    if talking_heads:
+        ops += 2 * n * n * heads * heads
+    return ops
+
+
+def gfsa_code_gflops(config: str) -> float:
+    """GFSA Table 12's "FLOPs" as the GFSA authors' code counts them, for the vision recipe
+    `config` (configs/vision/imagenet.py: deit_s, deit_s24, cait_s24, swin_t, swin_s): the
+    `flops()` methods of their Image/gfsa.py (DeiT), gfsa_cait.py (CaiT) and
+    swin/models/swin_attngf.py (Swin's, as the official Swin code), in billions.
+
+    Their convention differs from `model_gmacs` (ours, checked against XLA) in three ways:
+    the blocks are counted on the N patches without the class token; norms, softmax and
+    LayerScale add one op per element; the GFSA filter (A(AV) or A^2) is not counted. The
+    formulas are restated here from the code (facts, not the code): per block, norms 2·N·C
+    (CaiT: 4·N·C with LayerScale), attention as `_code_attention`, MLP 2·N·C·C_mlp; CaiT's
+    class-attention blocks 2·C·C·N + 2·C·C + 2·C·N + 2·C·C_mlp + 4·C; Swin per window
+    `_code_attention(w², ...)`, patch merging H·W·C + (H/2)(W/2)·8·C², the patch norm and
+    the final norm; the patch embedding N·C·3·p², the final norm N·C, the head C·classes."""
+    c = _recipe(config)
+    m = c.model
+    side = c.data.image_size // m.patch_size
+    n, dim, classes = side * side, m.dim, c.data.num_classes
+    ops = n * dim * 3 * m.patch_size**2  # patch embedding of RGB images
+    if m.encoder == "transformer":
+        block = 2 * n * dim + _code_attention(n, dim, m.num_heads) + 2 * n * dim * m.mlp_dim
+        return (ops + m.num_layers * block + n * dim + dim * classes) / 1e9
+    if m.encoder == "cait":
+        block = 4 * n * dim + 2 * n * dim * m.mlp_dim
+        block += _code_attention(n, dim, m.num_heads, talking_heads=True)
+        class_block = 2 * n * dim * dim + 2 * dim * dim + 2 * n * dim + 2 * dim * m.mlp_dim
+        class_block += 4 * dim
+        ops += m.num_layers * block + m.class_layers * class_block
+        return (ops + n * dim + dim * classes) / 1e9
+    if m.encoder != "swin":
+        raise ValueError(f"gfsa_code_gflops: no counter for encoder {m.encoder!r}")
+    ops += n * dim  # the patch embedding's LayerNorm
+    res, width = side, dim
+    for stage, (depth, heads) in enumerate(zip(m.depths, m.swin_heads, strict=True)):
+        window = min(m.window_size, res)
+        windows = res * res / window / window
+        block = 2 * width * res * res + windows * _code_attention(window * window, width, heads)
+        ops += depth * (block + 2 * res * res * width * width * m.mlp_ratio)
+        if stage < len(m.depths) - 1:  # patch merging
+            ops += res * res * width + (res // 2) ** 2 * 4 * width * 2 * width
+            res, width = res // 2, 2 * width
+    return (ops + width * res * res + width * classes) / 1e9
 
 
 def model_compute_ratio(config: str, baseline: str, finetune: float = 0.0) -> float:
