@@ -1,0 +1,248 @@
+"""ZINC-like: an offline stand-in for ZINC-12k (benchmarking-gnns' 10k/1k/1k penalized-logP
+regression), built from MOSES molecules.
+
+Source: MOSES' training SMILES (Polykovskiy et al. 2020; 1,584,663 molecules filtered from ZINC
+Clean Leads: molecular weight 250-350, no charges, elements C N O S F Cl Br H), the file
+`moses/dataset/data/train.csv.gz` of the PyPI package `molsets` 0.3.1: gzipped CSV, header
+`SMILES`, one SMILES a line. Install it without its dependencies (they include torch and an
+old pomegranate) and read the file directly, never importing `moses`:
+
+    pip install --no-deps molsets==0.3.1
+
+(`../shared/papers/notes/offline_data.md` Sec. 1.2, 3). `source_file=` reads another file of
+that format instead.
+
+Sampling: `numpy.random.default_rng(seed).permutation(number of molecules)`; its first 10,000
+indices are train, the next 1,000 val, the next 1,000 test (sizes configurable).
+
+Each molecule becomes OGB's graph (`graphs.featurize`) with its shortest-path distances
+(`graphs.batching.pack`) and the three raw terms of penalized logP (`graphs.penalized_logp`);
+the target (z-scored terms by default, the raw sum with `normalized=False`) is computed from the
+cached terms at load time. Everything is built once per (file, sizes, seed, RDKit version) and
+cached with `core.cache.build_once` under `<data root>/graphs/zinc-like-<hash>/{train,val,
+test}.npz` (with the SMILES and the terms).
+
+How it differs from ZINC-12k: narrower sizes (the default 12k sample: 11-26 heavy atoms, mean
+21.6, against ZINC's 9-37), no charged atoms, no I or P, 13 (element, charge, H count) atom
+types against ZINC's 28; the same target definition and molecule family (with seed 0 the
+target has mean 0.79, std 1.10 on train). Summaries label it `standin`; compare mechanisms with
+each other on it, never with the papers' ZINC MAE.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.metadata
+import os
+import pathlib
+import zlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from core import cache, tasks
+from graphs import batching, featurize
+from graphs import penalized_logp as plogp
+
+__all__ = [
+    "MOSES_FILE",
+    "INSTALL",
+    "SPLITS",
+    "SIZES",
+    "moses_file",
+    "SmilesFile",
+    "build",
+    "load",
+]
+
+MOSES_FILE = "moses/dataset/data/train.csv.gz"  # inside the `molsets` distribution
+INSTALL = "pip install --no-deps molsets==0.3.1"
+SPLITS = ("train", "val", "test")
+SIZES = (10_000, 1_000, 1_000)  # ZINC-12k's split sizes
+_CACHE_VERSION = 1  # bump when the cached arrays of a given spec change
+_TERMS = ("logp", "sa", "ring_penalty")
+
+
+def moses_file() -> pathlib.Path:
+    """The installed `molsets` package's training SMILES file; `DataError` naming the file and
+    the install command when it is not there."""
+    try:
+        path = pathlib.Path(importlib.metadata.distribution("molsets").locate_file(MOSES_FILE))
+    except importlib.metadata.PackageNotFoundError:
+        path = None
+    if path is None or not path.is_file():
+        where = f" (looked for {path})" if path else " (the molsets package is not installed)"
+        raise cache.DataError(
+            f"ZINC-like data needs MOSES' {MOSES_FILE}{where}; install it with `{INSTALL}`, "
+            "or pass the path of a gzipped SMILES CSV as source_file"
+        )
+    return path
+
+
+class SmilesFile:
+    """A gzipped CSV of SMILES with a `SMILES` header column (MOSES' layout), read into memory
+    once: `len(f)` molecules, `f.take(indices)` their SMILES (molecule `i` is file line
+    `i + 2`). `DataError` naming the file for a missing, corrupt or malformed file."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = pathlib.Path(path)
+        if not self.path.is_file():
+            raise cache.DataError(f"{self.path}: file not found (MOSES' file: `{INSTALL}`)")
+        try:
+            self._raw = gzip.decompress(self.path.read_bytes())
+        except (OSError, EOFError, zlib.error) as e:
+            raise cache.DataError(f"{self.path}: not a readable gzip file ({e})") from e
+        # Line boundaries in one vectorised pass; only the lines taken are decoded.
+        ends = np.flatnonzero(np.frombuffer(self._raw, np.uint8) == ord("\n"))
+        if self._raw and not self._raw.endswith(b"\n"):
+            ends = np.append(ends, len(self._raw))
+        self._starts, self._ends = np.concatenate([[0], ends[:-1] + 1]), ends
+        header = self._line(0) if len(ends) else ""
+        if header.split(",")[0].strip() != "SMILES":
+            raise cache.DataError(
+                f"{self.path}: expected the header 'SMILES' on line 1, found {header[:60]!r}"
+            )
+
+    def _line(self, k: int) -> str:
+        return self._raw[self._starts[k] : self._ends[k]].decode("utf-8", "replace").rstrip("\r")
+
+    def __len__(self) -> int:
+        return len(self._ends) - 1
+
+    def take(self, indices: Sequence[int]) -> list[str]:
+        out = []
+        for i in indices:
+            if not 0 <= i < len(self):
+                raise cache.DataError(f"{self.path}: has {len(self)} molecules, no molecule {i}")
+            smiles = self._line(int(i) + 1).split(",")[0].strip()
+            if not smiles:
+                raise cache.DataError(f"{self.path}, line {int(i) + 2}: empty SMILES")
+            out.append(smiles)
+        return out
+
+
+def build(smiles: Sequence[str], *, labels: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    """Graph arrays (`graphs.batching.pack`, shortest paths included) of `smiles`, with the
+    per-molecule fields `smiles` and the raw penalized-logP terms `logp`, `sa`,
+    `ring_penalty`. A SMILES RDKit rejects raises `DataError` naming it and `labels[i]`
+    (where molecule `i` came from, e.g. its file and line)."""
+    graphs, terms = [], []
+    for i, s in enumerate(smiles):
+        try:
+            mol = featurize.parse_smiles(s)
+            graphs.append(featurize.mol_to_graph(mol))
+        except ValueError as e:
+            where = labels[i] if labels is not None else f"molecule {i}"
+            raise cache.DataError(f"{where}: {e}") from None
+        terms.append(plogp.terms(mol))
+    return batching.pack(
+        graphs,
+        spd=True,
+        smiles=np.asarray(smiles, dtype=str),
+        logp=np.array([t.logp for t in terms]),
+        sa=np.array([t.sa for t in terms]),
+        ring_penalty=np.array([t.ring_penalty for t in terms], np.int32),
+    )
+
+
+def load(
+    data_dir: str | os.PathLike = "",
+    *,
+    source_file: str | os.PathLike | None = None,
+    sizes: Sequence[int] = SIZES,
+    seed: int = 0,
+    normalized: bool = True,
+    collate: batching.GraphCollate | None = None,
+) -> tasks.Data:
+    """The ZINC-like splits as a `core.tasks.Data` (`source="standin"`): `PackedGraphs` of
+    graphs with `spd` and a float32 `target` (penalized logP, `normalized` as in
+    `graphs.penalized_logp.combine`), and `collate` (default `GraphCollate()`) for batches.
+
+    Args:
+      data_dir: the data root (`core.cache.data_root`: a config's `data.dir`, else
+        `$ATTNBENCH_DATA`, else `~/.cache/attnbench`); the cache is its `graphs/` folder.
+      source_file: a gzipped SMILES CSV; default MOSES' training file from `molsets`.
+      sizes: molecules in train, val, test.
+      seed: the sampling seed.
+    """
+    import rdkit
+
+    sizes = tuple(int(n) for n in sizes)
+    if len(sizes) != len(SPLITS) or min(sizes) < 1:
+        raise ValueError(f"sizes must be 3 positive counts (train, val, test), got {sizes}")
+    path = pathlib.Path(source_file).expanduser() if source_file else moses_file()
+    if not path.is_file():
+        raise cache.DataError(f"{path}: file not found (MOSES' file comes with `{INSTALL}`)")
+    path = path.resolve()
+    st = path.stat()
+    spec = dict(
+        version=_CACHE_VERSION,
+        file=str(path),
+        file_stats=[st.st_size, st.st_mtime_ns],
+        sizes=list(sizes),
+        seed=int(seed),
+        rdkit=rdkit.__version__,
+    )
+
+    def write(tmp: pathlib.Path) -> None:
+        source = SmilesFile(path)
+        if len(source) < sum(sizes):
+            raise cache.DataError(
+                f"{path}: {len(source)} molecules, fewer than the {sum(sizes)} requested {sizes}"
+            )
+        order = np.random.default_rng(seed).permutation(len(source))
+        bounds = np.cumsum((0, *sizes))
+        for split, lo, hi in zip(SPLITS, bounds[:-1], bounds[1:], strict=True):
+            idx = order[lo:hi]
+            labels = [f"{path}, line {i + 2}" for i in idx]
+            arrays = build(source.take(idx), labels=labels)
+            arrays["line"] = (idx + 2).astype(np.int64)  # where each molecule is in the file
+            cache.save_arrays(tmp / f"{split}.npz", arrays)
+
+    directory = cache.build_once(cache.data_root(data_dir) / "graphs", "zinc-like", spec, write)
+    splits, stats = {}, {}
+    for split in SPLITS:
+        arrays = cache.load_arrays(
+            directory / f"{split}.npz", keys=(*batching.PackedGraphs.REQUIRED, "spd", *_TERMS)
+        )
+        target = plogp.combine(*(arrays[k] for k in _TERMS), normalized=normalized)
+        graph_arrays = {k: arrays[k] for k in (*batching.PackedGraphs.REQUIRED, "spd")}
+        try:
+            splits[split] = batching.PackedGraphs(
+                dict(graph_arrays, target=target.astype(np.float32)),
+                name=str(directory / f"{split}.npz"),
+            )
+        except ValueError as e:
+            raise cache.DataError(f"{e}; delete {directory} to rebuild") from e
+        nodes = splits[split].num_nodes
+        stats[split] = dict(
+            graphs=len(nodes),
+            nodes_min=int(nodes.min()),
+            nodes_max=int(nodes.max()),
+            nodes_mean=round(float(nodes.mean()), 3),
+            target_mean=round(float(target.mean()), 4),
+            target_std=round(float(target.std()), 4),
+        )
+    description = {
+        "cache": f"graphs/{directory.name}",
+        "molecules": f"MOSES training SMILES ({path})" if source_file is None else str(path),
+        "seed": int(seed),
+        "splits": stats,
+        "target": "penalized logP: "
+        + (
+            "z-scored logP, -SA, -ring penalty (ZINC-250k statistics), summed"
+            if normalized
+            else "logP - SA - ring penalty"
+        ),
+        "features": "OGB smiles2graph: atom dims "
+        f"{featurize.atom_feature_dims()}, bond dims {featurize.bond_feature_dims()}",
+        "rdkit": rdkit.__version__,
+    }
+    return tasks.Data(
+        train=splits["train"],
+        val=splits["val"],
+        test=splits["test"],
+        source="standin",
+        description=description,
+        collate=collate or batching.GraphCollate(),
+    )
