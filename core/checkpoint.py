@@ -5,6 +5,12 @@ run keeps one), the data iterator position and the trainer's bookkeeping (best m
 `best/<step>` holds the params (and the EMA) of the best validation evaluation. Orbax finalises
 a step directory atomically, so a process killed mid-save leaves the previous step as the
 latest.
+
+With several JAX processes every process calls every method here, in the same order: orbax's
+saves, restores and deletes are collective (process 0 writes the JSON items, creates and
+finalises the step directories; each process writes its own shards). The decisions around them
+are taken together: a step counts as intact only if every process could read it, and only
+process 0 moves a damaged step aside, the others waiting for it.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import pathlib
 import warnings
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 
 from core import errors
@@ -68,18 +75,22 @@ class Checkpoints:
         )
         damaged: list[tuple[int, str]] = []
         for step in sorted(self.latest.all_steps(), reverse=True):
+            why = None
             try:
                 restored = self.latest.restore(step, args=args)
             except Exception as e:  # noqa: BLE001 (any failure to read a step makes it unusable)
-                damaged.append((step, f"{type(e).__name__}: {_first_line(e)}"))
+                why = f"{type(e).__name__}: {_first_line(e)}"
+            if not _everywhere(why is None):
+                damaged.append((step, why or "unreadable by another process"))
                 continue
             for bad, why in damaged:
                 moved = self._move_aside(bad)
-                warnings.warn(
-                    f"checkpoint step {bad} in {self.directory / 'latest'} is damaged ({why}); "
-                    f"moved to {moved}, resuming from step {step}",
-                    stacklevel=2,
-                )
+                if jax.process_index() == 0:
+                    warnings.warn(
+                        f"checkpoint step {bad} in {self.directory / 'latest'} is damaged "
+                        f"({why}); moved to {moved}, resuming from step {step}",
+                        stacklevel=2,
+                    )
             for s in self.best.all_steps():
                 if s > step:
                     self.best.delete(s)
@@ -92,15 +103,22 @@ class Checkpoints:
             )
         return None
 
-    def _move_aside(self, step: int) -> pathlib.Path:
-        """Moves a damaged `latest/<step>` to `damaged/latest-<step>[-N]` and forgets it."""
-        src = self.directory / "latest" / str(step)
-        dst_dir = self.directory / "damaged"
-        dst_dir.mkdir(parents=True, exist_ok=True)
-        dst, n = dst_dir / f"latest-{step}", 1
-        while dst.exists():
-            dst, n = dst_dir / f"latest-{step}-{n}", n + 1
-        os.replace(src, dst)
+    def _move_aside(self, step: int) -> pathlib.Path | None:
+        """Moves a damaged `latest/<step>` to `damaged/latest-<step>[-N]` and forgets it; the
+        new path (process 0, which moves it; None on the others)."""
+        dst = None
+        if jax.process_index() == 0:
+            src = self.directory / "latest" / str(step)
+            dst_dir = self.directory / "damaged"
+            dst_dir.mkdir(parents=True, exist_ok=True)
+            dst, n = dst_dir / f"latest-{step}", 1
+            while dst.exists():
+                dst, n = dst_dir / f"latest-{step}-{n}", n + 1
+            os.replace(src, dst)
+        if jax.process_count() > 1:
+            from jax.experimental import multihost_utils
+
+            multihost_utils.sync_global_devices(f"attnbench: moved aside latest/{step}")
         self.latest.reload()
         return dst
 
@@ -114,14 +132,17 @@ class Checkpoints:
         parts = {
             k: ocp.args.StandardRestore(abstract_state[k]) for k in _BEST if k in abstract_state
         }
+        why = None
         try:
             restored = self.best.restore(step, args=ocp.args.Composite(**parts))
         except Exception as e:  # noqa: BLE001 (named for the user, with what to do)
+            why = f"{type(e).__name__}: {_first_line(e)}"
+        if not _everywhere(why is None):
             raise errors.CheckpointError(
                 f"the best-validation checkpoint step {step} in {self.directory / 'best'} is "
-                f"damaged ({type(e).__name__}: {_first_line(e)}); delete that step directory "
-                "and its latest/ steps from it on, and run again to recompute it"
-            ) from None
+                f"damaged ({why or 'unreadable by another process'}); delete that step "
+                "directory and its latest/ steps from it on, and run again to recompute it"
+            )
         return step, {k: restored[k] for k in parts}
 
     def wait(self) -> None:
@@ -131,6 +152,15 @@ class Checkpoints:
     def close(self) -> None:
         self.latest.close()
         self.best.close()
+
+
+def _everywhere(ok: bool) -> bool:
+    """`ok` on every process (a collective: every process must call it)."""
+    if jax.process_count() == 1:
+        return ok
+    from jax.experimental import multihost_utils
+
+    return bool(np.all(multihost_utils.process_allgather(np.bool_(ok))))
 
 
 def _first_line(e: BaseException) -> str:

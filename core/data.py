@@ -16,9 +16,11 @@ copy with its own position and so its own transform draw; a pass over the shuffl
 `r` times as many steps. Optional
 `collate(examples) -> batch` pads variable-size examples (graphs, point sets) into a few
 bucketed shapes (`pad_to_bucket`), so jit compiles a bounded number of times; the default
-stacks. The iterator's state (grain's, `{"next_index": k}`) goes into every checkpoint, so a
-resumed run sees the same batches. `workers > 0` decodes in that many worker processes (grain
-`mp_prefetch`); 0 uses one prefetch thread.
+stacks. With several processes a collate sees the whole global batch (every process collates it
+and keeps its rows), so that every process's rows have the same shapes. The iterator's state
+(grain's, `{"next_index": k}`) goes into every checkpoint, so a resumed run sees the same
+batches. `workers > 0` decodes in that many worker processes (grain `mp_prefetch`); 0 uses one
+prefetch thread.
 
 Evaluation: every example exactly once, in order; the last batch is padded with weight-0 copies
 of the split's first example (LRA dropped it, so its reported counts were short). Each process
@@ -83,6 +85,19 @@ class _Repeated:
         return self.stream[slot // self.repeats]
 
 
+def _rows(source, idx, positions, seed, transform, collate, rows: slice) -> dict:
+    """Rows `rows` of the batch of examples `idx`. A collate pads to a size taken from the whole
+    batch (a bucket): with several processes, slices collated apart could get different shapes,
+    and each process would run the step compiled for its own idea of the global shape (jax does
+    not check). So each process collates the whole global batch and keeps its rows, loading and
+    transforming every example of it (process-count times the data work, for collate tasks
+    only). Without a collate, each loads only its rows."""
+    if collate is None:
+        return _load(source, idx[rows], positions[rows], seed, transform, collate)
+    batch = _load(source, idx, positions, seed, transform, collate)
+    return {k: v[rows] for k, v in batch.items()}
+
+
 class _Loader:
     """`(batch index, global batch of example indices)` -> this process's batch; picklable, for
     grain worker processes."""
@@ -94,15 +109,9 @@ class _Loader:
 
     def __call__(self, batch_index: int, idx: np.ndarray) -> dict:
         lo = self.process_index * self.local
-        positions = batch_index * self.batch_size + lo + np.arange(self.local)
-        return _load(
-            self.source,
-            idx[lo : lo + self.local],
-            positions,
-            self.seed,
-            self.transform,
-            self.collate,
-        )
+        positions = batch_index * self.batch_size + np.arange(self.batch_size)
+        rows = slice(lo, lo + self.local)
+        return _rows(self.source, idx, positions, self.seed, self.transform, self.collate, rows)
 
 
 def train_iterator(
@@ -168,7 +177,10 @@ def eval_batches(
     process_count: int = 1,
     collate: Collate | None = None,
 ) -> Iterator[dict]:
-    """Yields this process's share of padded global batches covering every example once."""
+    """Yields this process's share of padded global batches covering every example once:
+    process `p` of `P` gets rows `p*B/P .. (p+1)*B/P - 1` of each global batch of `B`."""
+    if batch_size % process_count:
+        raise ValueError(f"batch_size {batch_size} is not divisible by {process_count} processes")
     n = len(source)
     local = batch_size // process_count
     for start in range(0, n, batch_size):
@@ -176,6 +188,6 @@ def eval_batches(
         weight = (idx < n).astype(np.float32)
         idx = np.where(idx < n, idx, 0)
         sl = slice(process_index * local, (process_index + 1) * local)
-        batch = _load(source, idx[sl], idx[sl], 0, None, collate)
+        batch = _rows(source, idx, idx, 0, None, collate, sl)
         batch["weight"] = batch["weight"] * weight[sl]
         yield batch

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-__all__ = ["Job", "run", "train_command", "PARENT_ENV"]
+__all__ = ["Job", "run", "train_command", "kill_with_parent", "PARENT_ENV"]
 
 PARENT_ENV = "ATTNBENCH_PARENT_PID"  # read by scripts.train: exit when this parent is gone
 
@@ -49,11 +49,13 @@ def _start(cmd, log) -> subprocess.Popen:
         stderr=subprocess.STDOUT,
         env=env,
         start_new_session=True,
-        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        preexec_fn=kill_with_parent if sys.platform.startswith("linux") else None,
     )
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def kill_with_parent() -> None:
+    """Asks Linux to SIGKILL this process when its parent dies (`preexec_fn` of a child:
+    runs between fork and exec)."""
     import ctypes
 
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1

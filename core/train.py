@@ -5,6 +5,12 @@ evaluation; loop; final summary. A run killed at any point and restarted with th
 resumes from its latest checkpoint and ends with the same parameters and metrics as an
 uninterrupted run (same seed, same devices).
 
+Several JAX processes (hosts, or `core.launch.run_local` on one machine) train the run that one
+process with all their devices trains: each feeds its slice of every global batch
+(`core.data`), evaluation counts every example once over the processes, checkpoints are written
+by all of them (`core.checkpoint`), and process 0 alone logs and writes `config.json`,
+`metrics.jsonl`, the plots and `summary.json`.
+
 DeiT's recipe pieces: `config.ema_decay > 0` keeps an exponential moving average of the
 parameters in the train state (updated in the jitted step after the optimizer's update,
 checkpointed, so resume stays exact); every evaluation also evaluates it, with the model's
@@ -45,6 +51,7 @@ from core import (
     errors,
     evaluators,
     io,
+    launch,
     layers,
     optim,
     plots,
@@ -64,8 +71,10 @@ __all__ = [
 ]
 
 SUMMARY_SCHEMA_VERSION = 1
-# Fault injection for the resume tests: SIGKILL this process right after finishing this step.
+# Fault injection for the resume tests: SIGKILL this process right after finishing this step;
+# with several processes, only process `$ATTNBENCH_KILL_PROCESS` where that is set.
 _KILL_ENV = "ATTNBENCH_KILL_AT_STEP"
+_KILL_PROCESS_ENV = "ATTNBENCH_KILL_PROCESS"
 
 
 class NonFiniteLossError(errors.RunFailedError):
@@ -147,13 +156,13 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     """
     # ---- setup and logging -------------------------------------------------------------
     wall_start = time.perf_counter()
-    if config.multihost:
-        jax.distributed.initialize()
     if not str(workdir).strip():
         raise errors.WorkdirError("--workdir is empty; name a run directory, e.g. runs/x")
     workdir = pathlib.Path(workdir)
     task = tasks.get(config.task)
-    validate.check(config, task)
+    validate.check(config, task)  # a config error stops every process before they connect
+    if (config.multihost or launch.requested()) and not jax.distributed.is_initialized():
+        launch.initialize()  # before anything creates the backend (resolving "auto" does)
     requested_dtype = config.get("model", {}).get("dtype")
     config = with_resolved_dtype(config)  # "auto" -> this backend's compute dtype
     workdir.mkdir(parents=True, exist_ok=True)
@@ -166,7 +175,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
 
 
 def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dtype=None) -> dict:
-    kill_at = int(os.environ.get(_KILL_ENV, "0") or 0)
+    kill_at = _kill_step()
 
     # ---- device mesh ---------------------------------------------------------------------
     n_dev = jax.device_count()
@@ -227,7 +236,16 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         train_iter.set_state(data_state)
         _log(f"resumed from step {int(state['step'])}")
     start_step = int(state["step"])
-    _truncate_metrics(workdir / "metrics.jsonl", start_step)
+    # Process 0 writes the run's one metrics log (every process computes the same records).
+    metrics_file = None
+    if pid == 0:
+        _truncate_metrics(workdir / "metrics.jsonl", start_step)
+        metrics_file = open(workdir / "metrics.jsonl", "a")  # noqa: SIM115 (closed below)
+
+    def write_record(record: dict) -> None:
+        if metrics_file is not None:
+            metrics_file.write(json.dumps(record) + "\n")
+            metrics_file.flush()
 
     # ---- jitted steps ----------------------------------------------------------------------
     use_evaluators = bool(config.get("evals"))
@@ -247,7 +265,7 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
     def evaluate(params, name: str) -> dict:
         """Metrics of split `name`: the task's (sum, count) pairs, or `config.evals`."""
         split = getattr(ds, name)
-        totals = None
+        totals, counted = None, 0
         evals = evaluators.build(config.evals, name) if use_evaluators else []
         for batch in data.eval_batches(
             split,
@@ -256,6 +274,7 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
             process_count=nproc,
             collate=ds.collate,
         ):
+            counted += int(np.count_nonzero(batch["weight"]))  # this process's real examples
             result = eval_step(params, state["buffers"], to_device(batch))
             if use_evaluators:
                 outputs, batch = _host(result), _host(batch)
@@ -269,7 +288,9 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
                 out.update(ev.result())
         else:
             out = _reduce(jax.device_get(totals))
-        out["num_examples"] = len(split)
+        # Examples evaluated, counted over every process: the split's size when each example
+        # is counted once (padding has weight 0).
+        out["num_examples"] = _sum_over_processes(counted)
         return out
 
     def evaluate_state(tree, name: str) -> dict:
@@ -282,7 +303,6 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         return out
 
     # ---- loop ------------------------------------------------------------------------------
-    metrics_file = open(workdir / "metrics.jsonl", "a")  # noqa: SIM115 (closed below)
     pending: list[tuple[int, dict]] = []
     step, last_saved = start_step, start_step
     timed_steps, timed_seconds = 0, 0.0
@@ -329,8 +349,7 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         rate = d_steps / d_secs if d_steps and d_secs > 0 else None  # this interval
         record["steps_per_s"] = rate
         record["examples_per_s"] = rate * config.batch_size if rate else None
-        metrics_file.write(json.dumps(record) + "\n")
-        metrics_file.flush()
+        write_record(record)
         mean_rate = timed_steps / timed_seconds if timed_steps and timed_seconds > 0 else None
         eta = _fmt_time((total - record["step"]) / mean_rate) if mean_rate else "?"
         extra = "".join(f" | {k} {record[k]:.4f}" for k in sums if k != "loss")
@@ -357,8 +376,7 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         if better:
             meta["best_value"], meta["best_step"] = value, step
         meta["val_history"].append({"step": step, **val})
-        metrics_file.write(json.dumps({"step": step, "split": "val", **val}) + "\n")
-        metrics_file.flush()
+        write_record({"step": step, "split": "val", **val})
         _log(
             f"  val @ {step}: "
             + ", ".join(f"{k} {v:.4f}" for k, v in val.items() if k != "num_examples")
@@ -402,7 +420,8 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
     if last_saved != step:  # e.g. resumed a finished-but-unsummarised run
         eval_and_checkpoint()
     ckpts.wait()
-    metrics_file.close()
+    if metrics_file is not None:
+        metrics_file.close()
 
     # ---- final summary ---------------------------------------------------------------------
     test_last = evaluate_state(state, "test")
@@ -557,6 +576,21 @@ def _command() -> str:
     else:
         head = main.name
     return " ".join([head, *sys.argv[1:]])
+
+
+def _kill_step() -> int:
+    """The step after which `$ATTNBENCH_KILL_AT_STEP` kills this process, 0 for never."""
+    step = int(os.environ.get(_KILL_ENV, "0") or 0)
+    only = os.environ.get(_KILL_PROCESS_ENV, "").strip()
+    return step if not only or int(only) == jax.process_index() else 0
+
+
+def _sum_over_processes(n: int) -> int:
+    if jax.process_count() == 1:
+        return n
+    from jax.experimental import multihost_utils
+
+    return int(np.sum(multihost_utils.process_allgather(np.int64(n))))
 
 
 def _host(tree):

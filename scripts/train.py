@@ -8,11 +8,16 @@
 checked as a whole (`core.validate`) before anything is built. Re-running with the same workdir
 resumes from the latest checkpoint. A user error (bad config, missing data, unknown name, a
 workdir in use) prints one line and exits with status 2.
+
+`--processes N --devices-per-process D` rehearses a multi-host run on this machine: N JAX
+processes on the CPU backend, D devices each (`core.launch.run_local`); the output of processes
+1..N-1 goes to `<workdir>/logs/process<i>.log`.
 """
 
 from __future__ import annotations
 
 import os
+import pathlib
 import sys
 import threading
 import time
@@ -36,6 +41,18 @@ def _parser() -> cli.ArgumentParser:
     p.add_argument("--config", required=True, help="config file[:key=value,...]")
     p.add_argument("--workdir", required=True, help="run directory (checkpoints, logs, summary)")
     p.add_argument("--verbose", action="store_true", help="show library INFO logs (orbax saves)")
+    p.add_argument(
+        "--processes",
+        type=cli.positive_int,
+        metavar="N",
+        help="run as N JAX processes on this machine (CPU backend), as on N hosts",
+    )
+    p.add_argument(
+        "--devices-per-process",
+        type=cli.positive_int,
+        metavar="D",
+        help="CPU devices of each process with --processes (default 1)",
+    )
     cli.add_import_argument(p)
     return p
 
@@ -77,8 +94,28 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
 
 
+def _launch(args, overrides) -> int:
+    """Runs this training as `args.processes` processes of `args.devices_per_process` devices."""
+    from core import errors, launch
+
+    if not args.workdir.strip():
+        raise errors.WorkdirError("--workdir is empty; name a run directory, e.g. runs/x")
+    argv = [f"--config={args.config}", f"--workdir={args.workdir}"]
+    argv += [f"--import={m}" for m in args.imports] + ["--verbose"] * args.verbose
+    argv += [f"{PREFIX}{k}={v}" for k, v in overrides.items()]
+    return launch.run_local(
+        [sys.executable, "-m", "scripts.train", *argv],
+        processes=args.processes or 1,
+        devices_per_process=args.devices_per_process or 1,
+        log_dir=pathlib.Path(args.workdir) / "logs",
+        hint="the same command resumes from the last checkpoint",
+    )
+
+
 def main(argv) -> int:
     args, overrides = parse(argv)
+    if args.processes is not None or args.devices_per_process is not None:
+        return _launch(args, overrides)
     _die_with_parent()
     plugins.import_modules(args.imports)
     config = config_lib.load(args.config)
@@ -96,7 +133,9 @@ def main(argv) -> int:
 
 def run() -> None:
     """Console entry point (`attnbench-train`)."""
-    sys.exit(cli.run(main))
+    from core import launch
+
+    launch.exit_with(lambda: cli.run(main))
 
 
 if __name__ == "__main__":
