@@ -24,7 +24,8 @@ prefetch thread.
 
 Evaluation: every example exactly once, in order; the last batch is padded with weight-0 copies
 of the split's first example (LRA dropped it, so its reported counts were short). Each process
-reads its own slice of every global batch.
+reads its own slice of every global batch; `workers > 0` decodes lazy sources in that many
+worker processes (ImageNet's 50,000 validation JPEGs), in order.
 """
 
 from __future__ import annotations
@@ -158,15 +159,38 @@ def train_iterator(
         )
     )
     if workers > 0:
-        from absl import flags
-
-        if not flags.FLAGS.is_parsed():  # grain's workers read absl flags; we parse none
-            flags.FLAGS.mark_as_parsed()
-        it = ds.to_iter_dataset(grain.ReadOptions(num_threads=0, prefetch_buffer_size=0))
-        it = it.mp_prefetch(grain.MultiprocessingOptions(num_workers=workers))
-        return iter(it)
+        return _in_workers(ds, workers)
     options = grain.ReadOptions(num_threads=1 if prefetch else 0, prefetch_buffer_size=prefetch)
     return iter(ds.to_iter_dataset(options))
+
+
+def _in_workers(ds: grain.MapDataset, workers: int) -> grain.DatasetIterator:
+    """Iterates `ds` in order with its elements computed by `workers` processes (grain)."""
+    from absl import flags
+
+    if not flags.FLAGS.is_parsed():  # grain's workers read absl flags; we parse none
+        flags.FLAGS.mark_as_parsed()
+    it = ds.to_iter_dataset(grain.ReadOptions(num_threads=0, prefetch_buffer_size=0))
+    return iter(it.mp_prefetch(grain.MultiprocessingOptions(num_workers=workers)))
+
+
+class _EvalLoader:
+    """Global batch `b` of evaluation -> this process's rows, padded with weight-0 copies of
+    example 0 past the split's end; picklable, for grain worker processes."""
+
+    def __init__(self, source, *, batch_size, local, process_index, collate):
+        self.source, self.batch_size, self.local = source, batch_size, local
+        self.process_index, self.collate = process_index, collate
+
+    def __call__(self, b: int) -> dict:
+        n = len(self.source)
+        idx = np.arange(b * self.batch_size, (b + 1) * self.batch_size)
+        weight = (idx < n).astype(np.float32)
+        idx = np.where(idx < n, idx, 0)
+        rows = slice(self.process_index * self.local, (self.process_index + 1) * self.local)
+        batch = _rows(self.source, idx, idx, 0, None, self.collate, rows)
+        batch["weight"] = batch["weight"] * weight[rows]
+        return batch
 
 
 def eval_batches(
@@ -176,18 +200,24 @@ def eval_batches(
     process_index: int = 0,
     process_count: int = 1,
     collate: Collate | None = None,
+    workers: int = 0,
 ) -> Iterator[dict]:
     """Yields this process's share of padded global batches covering every example once:
-    process `p` of `P` gets rows `p*B/P .. (p+1)*B/P - 1` of each global batch of `B`."""
+    process `p` of `P` gets rows `p*B/P .. (p+1)*B/P - 1` of each global batch of `B`. With
+    `workers > 0` a lazy source (one without `gather`, e.g. JPEG folders) is decoded by that
+    many worker processes, in order; in-memory sources are gathered in this process."""
     if batch_size % process_count:
         raise ValueError(f"batch_size {batch_size} is not divisible by {process_count} processes")
-    n = len(source)
-    local = batch_size // process_count
-    for start in range(0, n, batch_size):
-        idx = np.arange(start, start + batch_size)
-        weight = (idx < n).astype(np.float32)
-        idx = np.where(idx < n, idx, 0)
-        sl = slice(process_index * local, (process_index + 1) * local)
-        batch = _rows(source, idx, idx, 0, None, collate, sl)
-        batch["weight"] = batch["weight"] * weight[sl]
-        yield batch
+    loader = _EvalLoader(
+        source,
+        batch_size=batch_size,
+        local=batch_size // process_count,
+        process_index=process_index,
+        collate=collate,
+    )
+    num_batches = -(-len(source) // batch_size)
+    if workers > 0 and not hasattr(source, "gather"):
+        yield from _in_workers(grain.MapDataset.range(num_batches).map(loader), workers)
+        return
+    for b in range(num_batches):
+        yield loader(b)

@@ -273,6 +273,7 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
             process_index=pid,
             process_count=nproc,
             collate=ds.collate,
+            workers=config.data_workers,
         ):
             counted += int(np.count_nonzero(batch["weight"]))  # this process's real examples
             result = eval_step(params, state["buffers"], to_device(batch))

@@ -154,6 +154,15 @@ def test_worker_processes_give_the_same_batches():
         a, b = next(threads), next(workers)
         for k in a:
             np.testing.assert_array_equal(a[k], b[k])
+    # evaluation of a lazy source (no `gather`) in worker processes: the same batches, in order
+    toy, sets = _toy(37)
+    assert not hasattr(sets, "gather")
+    inline = list(data.eval_batches(sets, batch_size=16, collate=toy.collate))
+    pooled = list(data.eval_batches(sets, batch_size=16, collate=toy.collate, workers=2))
+    assert len(inline) == len(pooled) == 3
+    for a, b in zip(inline, pooled, strict=True):
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
 
 
 def _optimizer_config(decay_on: str, weight_decay: float = 0.5):
