@@ -22,7 +22,11 @@ def _inputs(mech, b, n):
     return {name: made[name] for name in mech.inputs if name in made}
 
 
-@pytest.mark.parametrize("name", attention.names())
+@pytest.mark.parametrize(
+    "name",
+    # SAMSA's defaults cost ~12 s of compilation; tests/attention/test_samsa.py covers them
+    [pytest.param(n, marks=pytest.mark.slow) if n == "samsa" else n for n in attention.names()],
+)
 def test_every_mechanism_works_with_its_defaults(name):
     mech = attention.get(name)
     assert mech.name == name

@@ -28,6 +28,7 @@ def _config(**data):
     return c
 
 
+@pytest.mark.slow  # ~12 s; the readers' tests check the files, test_matrix trains ListOps
 def test_official_files_train_end_to_end(tmp_path):
     directory = _official_dir(tmp_path / "listops-1000")
     summary = train.train_and_evaluate(

@@ -120,6 +120,7 @@ def test_gap_pooling_has_no_class_token_and_means_the_patches():
     assert model(images).shape == (2, CLASSES)
 
 
+@pytest.mark.slow  # ~13 s of compilation; the DeiT smoke runs train with drop-path and dropout
 def test_training_mode_uses_drop_path_and_dropout_and_gradients_are_finite():
     model = _build()
     images = jnp.asarray(np.random.default_rng(2).standard_normal((4, SIZE, SIZE, 3)), jnp.float32)
