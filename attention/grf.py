@@ -101,6 +101,7 @@ __all__ = [
     "flops",
     "flops_dense",
     "apply_dense",
+    "dense_masked_linear",
     "walk_features",
     "sparse_masked_linear_attention",
     "walk_support",
@@ -1090,6 +1091,14 @@ def _apply_dense_jit(
     if cls_token:
         pad = [(0, 0), (0, 0), (1, 0), (1, 0)]
         m = jnp.pad(m, pad, constant_values=1.0)
+    return dense_masked_linear(q, k, v, m, key_valid, acc)
+
+
+def dense_masked_linear(q, k, v, m, key_valid, acc):
+    """Linear attention (ReLU features) with an explicit mask `m` (broadcastable to
+    `[B, H, N, N]`): `A = relu(Q) relu(K)^T * m` (times the key padding), rows normalised;
+    `[B, N, H, Dv]` in `v`'s dtype, computed in `acc`. Shared by `grf_dense` and
+    `attention.toeplitz`."""
     qf = jax.nn.relu(jnp.moveaxis(q, 2, 1).astype(acc))
     kf = jax.nn.relu(jnp.moveaxis(k, 2, 1).astype(acc))
     a = jnp.einsum("bhnd,bhmd->bhnm", qf, kf) * m

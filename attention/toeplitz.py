@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from attention import cost, registry
-from attention.grf import _as_tuple, _key_padding, _normalise
+from attention.grf import _as_tuple, _key_padding, dense_masked_linear
 from attention.kernels import check_qkv
 
 __all__ = ["init", "apply", "flops", "offset_index"]
@@ -109,16 +109,7 @@ def _apply_jit(params, q, k, v, mask, *, grid, cls_token):
     if cls_token:
         m = jnp.pad(m, [(0, 0), (1, 0), (1, 0)], constant_values=1.0)
     key_valid = _key_padding("toeplitz", mask, b, n)
-    qf = jax.nn.relu(jnp.moveaxis(q, 2, 1).astype(acc))
-    kf = jax.nn.relu(jnp.moveaxis(k, 2, 1).astype(acc))
-    a = jnp.einsum("bhnd,bhmd->bhnm", qf, kf) * m[None]
-    if key_valid is not None:
-        a = a * key_valid[:, None, None, :].astype(acc)
-    vv = jnp.moveaxis(v, 2, 1).astype(acc)
-    z = jnp.concatenate(
-        [jnp.einsum("bhnm,bhmd->bhnd", a, vv), a.sum(axis=-1, keepdims=True)], axis=-1
-    )
-    return _normalise(z, key_valid, v.dtype)
+    return dense_masked_linear(q, k, v, m[None], key_valid, acc)
 
 
 def apply(

@@ -66,43 +66,22 @@ def get_table() -> Table:
     cells = []
     for row, (_, compute, memory, time) in ROWS.items():
         if row in EXACT:
-            cells.append(
-                Cell(
-                    row=row,
-                    column=COLUMNS[0],
-                    paper=compute,
-                    metric="exact.value",
-                    scale=1.0,
-                    exact="core.paper_exact:ssa_exaflop",
-                    exact_args=dict(run=row),
-                    note=COMPUTE_NOTES.get(row),
-                )
-            )
+            how = dict(exact="core.paper_exact:ssa_exaflop", exact_args=dict(run=row))
         elif row in RECIPE:
-            cells.append(
-                Cell(
-                    row=row,
-                    column=COLUMNS[0],
-                    paper=compute,
-                    metric="exact.value",
-                    scale=1.0,
-                    exact="core.paper_exact:recipe_exaflop",
-                    exact_args=dict(config=RECIPE[row]),
-                    note=COMPUTE_NOTES.get(row),
-                )
-            )
+            how = dict(exact="core.paper_exact:recipe_exaflop", exact_args=dict(config=RECIPE[row]))
         else:
-            cells.append(
-                Cell(
-                    row=row,
-                    column=COLUMNS[0],
-                    paper=compute,
-                    metric="exact.value",
-                    scale=1.0,
-                    needs=COMPUTE_NEEDS[row],
-                    note=COMPUTE_NOTES.get(row),
-                )
+            how = dict(needs=COMPUTE_NEEDS[row])
+        cells.append(
+            Cell(
+                row=row,
+                column=COLUMNS[0],
+                paper=compute,
+                metric="exact.value",
+                scale=1.0,
+                note=COMPUTE_NOTES.get(row),
+                **how,
             )
+        )
         for column, paper, metric in (
             (COLUMNS[1], memory, "peak_memory_gb"),
             (COLUMNS[2], time, "ms_per_step"),

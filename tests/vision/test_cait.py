@@ -1,7 +1,7 @@
 """CaiT (Touvron et al. 2021b): a float64 numpy forward of the whole classifier with its own
 weights (talking heads, LayerScale, the late class token, class attention, exact GELU), GFSA on
-the talking-heads matrix, CaiT-S24's parameter count against the released model, its FLOPs
-against XLA's cost analysis, and the configuration errors."""
+the talking-heads matrix, CaiT-S24's parameter count against the released model, and the
+configuration errors (its FLOPs against XLA: tests/vision/test_models.py)."""
 
 import math
 
@@ -212,29 +212,6 @@ def test_recipe_wiring():
     assert config_lib.load("configs/vision/imagenet.py:model=cait_s24").attention.name == (
         "talking_heads"
     )
-
-
-def test_flop_count_matches_xla_cost_analysis():
-    config = config_lib.load("configs/vision/imagenet.py:preset=smoke,model=cait_s24,attn=gfsa")
-    counts = flops.count(config, batch=1)
-    model = nnx.eval_shape(
-        lambda: models.ImageClassifier(
-            num_classes=config.data.num_classes,
-            image_size=config.data.image_size,
-            channels=3,
-            model_cfg=config.model,
-            attention_cfg=config.attention,
-            rngs=nnx.Rngs(0),
-        )
-    )
-    graphdef, state = nnx.split(model)
-    x = jax.ShapeDtypeStruct((1, 32, 32, 3), jnp.float32)
-    cost = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x)).lower(state, x).compile().cost_analysis()
-    cost = cost[0] if isinstance(cost, list) else cost
-    # Matmuls exact; XLA also counts the elementwise work (erf GELU expanded), which our count
-    # approximates.
-    assert counts.matmul_flops <= cost["flops"]
-    assert abs(cost["flops"] - counts.flops) <= 0.03 * counts.flops, (counts.flops, cost["flops"])
 
 
 def test_configuration_errors_name_the_field():

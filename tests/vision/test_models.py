@@ -170,10 +170,11 @@ def test_paper_recipes_have_the_papers_parameter_counts(spec):
     [
         "configs/vision/cifar10.py:preset=smoke",
         "configs/vision/imagenet.py:preset=smoke,model=swin_s",
+        "configs/vision/imagenet.py:preset=smoke,model=cait_s24,attn=gfsa",
     ],
 )
 def test_flop_count_matches_xla_cost_analysis(spec):
-    """Our FLOPs of a small ViT and a small Swin against what XLA counts for the forward: the
+    """Our FLOPs of a small ViT, Swin and CaiT (+ GFSA) against what XLA counts for the forward: the
     matmuls exactly (XLA counts them and more), the total with our approximate elementwise
     counts (the exact GELU's erf expanded, softmax, norms) within 3%."""
     config = config_lib.load(spec)
