@@ -45,8 +45,8 @@ def learning_curves(workdir, *, title: str = "") -> pathlib.Path | None:
     return io.save_figure(fig, workdir / "learning_curves.png", dpi=100)
 
 
-def compare_runs(runs: dict, out, *, title: str = "") -> pathlib.Path:
-    """Writes `out` (a PNG): several runs' training loss and validation accuracy per step on
+def compare_runs(runs: dict, out, *, title: str = "", metric: str = "accuracy") -> pathlib.Path:
+    """Writes `out` (a PNG): several runs' training loss and validation `metric` per step on
     shared axes. `runs` maps a label to a run directory (with `metrics.jsonl`)."""
     import matplotlib
 
@@ -57,12 +57,12 @@ def compare_runs(runs: dict, out, *, title: str = "") -> pathlib.Path:
     for label, workdir in runs.items():
         records = _records(workdir)
         train = [(r["step"], r["loss"]) for r in records if r["split"] == "train"]
-        val = [(r["step"], r["accuracy"]) for r in records if r["split"] == "val"]
+        val = [(r["step"], r[metric]) for r in records if r["split"] == "val" and metric in r]
         if train:
             ax_loss.plot(*zip(*train, strict=True), label=label)
         if val:
             ax_acc.plot(*zip(*val, strict=True), "o-", label=label, markersize=4)
-    for ax, name in ((ax_loss, "training loss"), (ax_acc, "validation accuracy")):
+    for ax, name in ((ax_loss, "training loss"), (ax_acc, f"validation {metric}")):
         ax.set_xlabel("step")
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)

@@ -3,10 +3,11 @@
     python -m scripts.compare_runs results/runs/vision_cifar10_cpu_* \
         --out results/runs/vision_cifar10_cpu_comparison --title "ViT, Fashion-MNIST stand-in"
 
-Writes `<out>.png` (training loss and validation accuracy per step, every run on shared axes)
-and `<out>.md` (per run: mechanism, test accuracy of the best validation checkpoint and of the
-last step, top-5 where reported, parameters, examples/s, wall time, data source), sorted by the
-best checkpoint's test accuracy. Each run is labelled by its attention mechanism (its
+Writes `<out>.png` (training loss and the validation metric per step, every run on shared axes)
+and `<out>.md` (per run: mechanism, the test metric of the best validation checkpoint and of
+the last step, top-5 where reported, parameters, examples/s, wall time, data source), best run
+first. The metric is the runs' `config.best_metric` (accuracy for classification, MAE for
+ZINC; the runs must share it). Each run is labelled by its attention mechanism (its
 `config.json`), or by its folder name where two runs share one.
 """
 
@@ -46,11 +47,22 @@ def main(argv=None) -> int:
         run: name if names.count(name) == 1 else run.name
         for run, name in zip(runs, names, strict=True)
     }
+    picks = {
+        (c.get("best_metric", "accuracy"), c.get("best_mode", "max")) for _, c in loaded.values()
+    }
+    if len(picks) != 1:
+        raise errors.ConfigError(
+            f"the runs pick their best checkpoint differently: {sorted(picks)}"
+        )
+    ((metric, mode),) = picks
     out = pathlib.Path(args.out)
-    plots.compare_runs({labels[r]: r for r in runs}, out.with_suffix(".png"), title=args.title)
+    plots.compare_runs(
+        {labels[r]: r for r in runs}, out.with_suffix(".png"), title=args.title, metric=metric
+    )
 
     def best(run):
-        return loaded[run][0]["metrics"]["test_best"].get("accuracy", 0.0)
+        value = loaded[run][0]["metrics"]["test_best"].get(metric)
+        return (value is None, value if mode == "min" else -(value or 0.0))
 
     command = " ".join(sys.argv[1:] if argv is None else argv)
     lines = [
@@ -59,16 +71,16 @@ def main(argv=None) -> int:
         "",
         f"Command: `python -m scripts.compare_runs {command}`",
         "",
-        "| mechanism | test acc (best val ckpt) | test acc (last) | top-5 | params | "
+        f"| mechanism | test {metric} (best val ckpt) | test {metric} (last) | top-5 | params | "
         "train ex/s | wall min | steps | data | device | revision |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for run in sorted(runs, key=best, reverse=True):
+    for run in sorted(runs, key=best):
         s, _ = loaded[run]
         m = s["metrics"]
         lines.append(
-            f"| {labels[run]} | {_fmt(m['test_best'].get('accuracy'), '.4f')} | "
-            f"{_fmt(m['test_last'].get('accuracy'), '.4f')} | "
+            f"| {labels[run]} | {_fmt(m['test_best'].get(metric), '.4f')} | "
+            f"{_fmt(m['test_last'].get(metric), '.4f')} | "
             f"{_fmt(m['test_best'].get('top5_accuracy'), '.4f')} | {s.get('num_params', 0):,} | "
             f"{_fmt(s['throughput'].get('examples_per_s'), '.1f')} | "
             f"{_fmt(s.get('wall_time_s', 0) / 60, '.1f')} | {s.get('steps')} | "
