@@ -271,7 +271,8 @@ def check_gelu(name: str) -> bool:
 
 class MlpBlock(nnx.Module):
     """Dense -> GELU -> dropout -> Dense -> dropout (the LRA MlpBlock); `gelu` "tanh" (LRA's
-    `nn.gelu`) or "erf" (exact, PyTorch's `nn.GELU`)."""
+    `nn.gelu`) or "erf" (exact, PyTorch's `nn.GELU`); `hidden_dropout` the rate after the GELU
+    when it differs from `dropout_rate` (Graphormer's FFN has none there)."""
 
     def __init__(
         self,
@@ -282,17 +283,19 @@ class MlpBlock(nnx.Module):
         dtype,
         kernel_init=_xavier,
         gelu: str = "tanh",
+        hidden_dropout: float | None = None,
         rngs: nnx.Rngs,
     ):
         self.fc1 = nnx.Linear(dim, mlp_dim, kernel_init=kernel_init, dtype=dtype, rngs=rngs)
         self.fc2 = nnx.Linear(mlp_dim, dim, kernel_init=kernel_init, dtype=dtype, rngs=rngs)
         self.rate = dropout_rate
+        self.hidden_rate = dropout_rate if hidden_dropout is None else hidden_dropout
         self.approximate = check_gelu(gelu)
 
     def __call__(self, x, *, train: bool, key=None):
         k1, k2 = split_keys(key, 2)
         x = jax.nn.gelu(self.fc1(x), approximate=self.approximate)
-        x = dropout(x, self.rate, k1, train)
+        x = dropout(x, self.hidden_rate, k1, train)
         return dropout(self.fc2(x), self.rate, k2, train)
 
 
@@ -302,7 +305,7 @@ class EncoderBlock(nnx.Module):
     Options of the vision recipes: `drop_path` (stochastic depth of each branch), `layer_scale`
     (CaiT's LayerScale: each branch times a learned per-channel vector initialised to this
     value; None = off), the attention's `qkv_bias` / `out_bias` / `kernel_init`, and the MLP's
-    `gelu` ("tanh" | "erf", `MlpBlock`).
+    `gelu` ("tanh" | "erf") and `mlp_hidden_dropout` (`MlpBlock`).
     """
 
     def __init__(
@@ -325,6 +328,7 @@ class EncoderBlock(nnx.Module):
         out_bias: bool = False,
         kernel_init=_xavier,
         gelu: str = "tanh",
+        mlp_hidden_dropout: float | None = None,
     ):
         self.ln1 = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
         self.attn = Attention(
@@ -349,6 +353,7 @@ class EncoderBlock(nnx.Module):
             dtype=dtype,
             kernel_init=kernel_init,
             gelu=gelu,
+            hidden_dropout=mlp_hidden_dropout,
             rngs=rngs,
         )
         self.rate = dropout_rate

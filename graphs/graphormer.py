@@ -26,8 +26,8 @@ ZINC code forks; shared/papers/notes/gfsa.md §1.5, §2.4 and sliceformer.md §2
       - the graph token's row and column: Graphormer's learned `graph_token_virtual_distance`
         (one scalar per head), added once to every entry of row 0 and of column 0.
   * `num_layers` pre-LN blocks: x + drop(attn(LN(x), bias)); x + drop(FFN(LN(x))) with
-    FFN = Linear -> GELU (erf) -> Linear (no dropout inside the FFN, as the authors' code);
-    the attention is `core.layers.Attention` with any registered mechanism, receiving the bias
+    FFN = Linear -> GELU (erf) -> Linear (no dropout inside the FFN, as the authors' code),
+    the shared `core.layers.EncoderBlock`; its attention takes any registered mechanism, the bias
     through the mechanism's `bias` input (mechanisms without one ignore it) and padded nodes
     through a key-padding mask; final LayerNorm.
   * init as the authors': embeddings N(0, 0.02), linear kernels N(0, 0.02 / sqrt(num_layers))
@@ -64,7 +64,6 @@ __all__ = [
     "feature_layout",
     "next_hops",
     "Graphormer",
-    "GraphormerBlock",
     "BATCH_FIELDS",
 ]
 
@@ -101,40 +100,6 @@ def next_hops(adjacency, spd):
 
 def _embedding(rngs, rows: int, width: int):
     return nnx.Param(nnx.initializers.normal(0.02)(rngs.params(), (rows, width)))
-
-
-class GraphormerBlock(nnx.Module):
-    """Pre-LN block of the authors' code: x + drop(attn(LN(x))); x + drop(FFN(LN(x)))."""
-
-    def __init__(self, dim, num_heads, mlp_dim, dropout_rate, mechanism, *, layer_index,
-                 num_layers, max_len, dtype, rngs):  # fmt: skip
-        init = nnx.initializers.normal(0.02 / math.sqrt(num_layers))
-        self.ln1 = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
-        self.attn = layers.Attention(
-            dim,
-            num_heads,
-            dim,
-            mechanism,
-            max_len=max_len,
-            layer_index=layer_index,
-            num_layers=num_layers,
-            dtype=dtype,
-            qkv_bias=True,  # nn.Linear defaults in the authors' MultiHeadAttention
-            out_bias=True,
-            kernel_init=init,
-            rngs=rngs,
-        )
-        self.ln2 = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
-        self.fc1 = nnx.Linear(dim, mlp_dim, kernel_init=init, dtype=dtype, rngs=rngs)
-        self.fc2 = nnx.Linear(mlp_dim, dim, kernel_init=init, dtype=dtype, rngs=rngs)
-        self.rate = dropout_rate
-
-    def __call__(self, x, *, mask, bias, train: bool, key=None):
-        k_attn, k_drop1, k_drop2 = layers.split_keys(key, 3)
-        h = self.attn(self.ln1(x), mask=mask, train=train, key=k_attn, bias=bias)
-        x = x + layers.dropout(h, self.rate, k_drop1, train)
-        h = self.fc2(jax.nn.gelu(self.fc1(self.ln2(x)), approximate=False))
-        return x + layers.dropout(h, self.rate, k_drop2, train)
 
 
 class Graphormer(nnx.Module):
@@ -195,18 +160,28 @@ class Graphormer(nnx.Module):
         self.out_degree_encoder = _embedding(rngs, num_degree, dim)
         self.graph_token = _embedding(rngs, 1, dim)
         self.graph_token_virtual_distance = _embedding(rngs, 1, num_heads)
+        # The authors' pre-LN block: x + drop(attn(LN(x))); x + drop(FFN(LN(x))), q/k/v and
+        # output biases (nn.Linear's defaults), an erf GELU and no dropout inside the FFN;
+        # linear kernels N(0, 0.02 / sqrt(num_layers)).
+        init = nnx.initializers.normal(0.02 / math.sqrt(num_layers))
         self.blocks = layers.block_stack(
-            lambda i: GraphormerBlock(
+            lambda i: layers.EncoderBlock(
                 dim,
                 num_heads,
+                dim,
                 mlp_dim,
                 dropout_rate,
                 mech,
-                layer_index=i,
-                num_layers=num_layers,
                 max_len=max_len,
                 dtype=dtype,
                 rngs=rngs,
+                layer_index=i,
+                num_layers=num_layers,
+                qkv_bias=True,
+                out_bias=True,
+                kernel_init=init,
+                gelu="erf",
+                mlp_hidden_dropout=0.0,
             ),
             num_layers,
         )
