@@ -54,7 +54,15 @@ from jax import lax
 
 from attention import cost, masks, registry
 
-__all__ = ["VARIANTS", "SHUFFLE_MODES", "apply", "flops", "key_padding"]
+__all__ = [
+    "VARIANTS",
+    "SHUFFLE_MODES",
+    "apply",
+    "apply_graph",
+    "flops",
+    "flops_graph",
+    "key_padding",
+]
 
 VARIANTS = ("ascend", "descend", "half", "perm", "max_exchange", "shuffle")
 SHUFFLE_MODES = ("shared", "independent")
@@ -408,6 +416,86 @@ _NAMED = {
     ),
 }
 
+
+def apply_graph(
+    params,
+    q,
+    k,
+    v,
+    *,
+    mask=None,
+    key=None,
+    train: bool = False,
+    bias=None,
+    dropout_rate: float = 0.0,
+    variant: str = "ascend",
+    num_perms: int = 2,
+    shuffle_mode: str = "shared",
+    seed: int = 0,
+    resample: bool = False,
+    ignore_mask: bool = False,
+):
+    """Sliceformer in Graphormer, as the Sliceformer authors' `SWD` attention class
+    (DaShenZi721/sliceformer, `Graphormer/graphormer/model.py`; notes sliceformer.md §1.5):
+
+        out = Dropout(softmax(bias)) V + Sort_col(V)
+
+    per head: Graphormer's structural bias (spatial, edge and graph-token terms; no Q K^T) as a
+    query-key-free softmax map over the real keys, plus the value columns sorted by `apply` (any
+    variant; padding as `apply`). The paper only says "a simplified attention layer without the
+    query and key matrices" (Table 6); this is the form its code trains. With `bias=None` the
+    softmax map is uniform over the real keys.
+
+    Args:
+      params: unused; `{}`.
+      q, k: ignored (None or shaped as `apply` checks).
+      v: `[B, M, H, Dv]`; queries = keys (self-attention), so the output is `[B, M, H, Dv]`.
+      mask: None, key padding `[B, M]`, or 4-D broadcastable to `[B, H, 1, M]`.
+      key: PRNG key for the attention dropout (train with `dropout_rate > 0`) and the `shuffle`
+        variant with `resample`.
+      bias: additive logits broadcastable to `[B, H, M, M]`, or None.
+      dropout_rate: dropout on the softmax map in training (the code's `att_dropout`).
+      Other arguments: as `apply`.
+    """
+    _check(q, k, v, variant, num_perms, shuffle_mode)
+    b, m, h, _ = v.shape
+    rate = dropout_rate if train else 0.0
+    if rate > 0.0 and key is None:
+        raise ValueError("sliceformer_graph: train=True with dropout_rate > 0 needs `key`")
+    compute = jnp.float64 if v.dtype == jnp.float64 else jnp.float32
+    logits = jnp.zeros((b, h, m, m), compute)
+    if bias is not None:
+        logits = logits + jnp.asarray(bias, compute)
+    keep = key_padding(mask, b, h, m)  # [B, M, H, 1] or None
+    if keep is not None:
+        real = jnp.transpose(keep[..., 0], (0, 2, 1))[:, :, None, :]  # [B, H, 1, M]
+        logits = jnp.where(real, logits, jnp.finfo(compute).min)
+    probs = jax.nn.softmax(logits, axis=-1)
+    sort_key = None
+    if rate > 0.0:
+        key, sort_key = jax.random.split(key)
+        kept = jax.random.bernoulli(key, 1.0 - rate, probs.shape)
+        probs = jnp.where(kept, probs / (1.0 - rate), 0.0)
+    else:
+        sort_key = key
+    mixed = jnp.einsum("bhnm,bmhd->bnhd", probs, v.astype(compute))
+    sorted_v = apply(
+        params, None, None, v, mask=mask, key=sort_key, train=train, variant=variant,
+        num_perms=num_perms, shuffle_mode=shuffle_mode, seed=seed, resample=resample,
+        ignore_mask=ignore_mask,
+    )  # fmt: skip
+    return (mixed + sorted_v.astype(compute)).astype(v.dtype)
+
+
+def flops_graph(c: cost.Call, hp) -> tuple[float, float]:
+    """Forward FLOPs of `apply_graph`: the sort's bookkeeping (`flops`), softmax(bias) V
+    (2·n·m·h·dv multiply-adds), the bias add and softmax over `[h, n, m]`, and the final sum."""
+    matmul, ew = flops(c, hp)
+    scores = c.n * c.m * c.h
+    ew += scores + cost.softmax_elementwise(c, scores) + c.n * c.h * c.dv
+    return matmul + 2.0 * scores * c.dv, ew
+
+
 registry.register(
     "sliceformer",
     apply=apply,
@@ -432,3 +520,20 @@ for _name, (_fixed, _defaults, _doc) in _NAMED.items():
         needs_qk=False,
         flops=functools.partial(flops, **_fixed),
     )
+registry.register(
+    "sliceformer_graph",
+    apply=apply_graph,
+    defaults={
+        "dropout_rate": 0.0,
+        "variant": "ascend",
+        "num_perms": 2,
+        "shuffle_mode": "shared",
+        "seed": 0,
+        "resample": False,
+        "ignore_mask": False,
+    },
+    doc="Sliceformer in Graphormer (authors' code): softmax(bias) V + Sort_col(V), no q/k",
+    inputs=("bias",),
+    needs_qk=False,
+    flops=flops_graph,
+)

@@ -35,7 +35,8 @@ __all__ = [
     "TableError",
 ]
 
-SPLITS = ("val_last", "val_best", "test_last", "test_best")  # summary["metrics"] sections
+# summary["metrics"] sections; train_last: the training metrics of the last logged steps
+SPLITS = ("train_last", "val_last", "val_best", "test_last", "test_best")
 # What the trainer reports in each section: the tasks' own (accuracy, loss) and the metrics of
 # the evaluators in core/evaluators.py.
 METRICS = evaluators.METRICS

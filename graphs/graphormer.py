@@ -58,6 +58,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from attention import cost
 from core import backbones, errors, layers
 
 __all__ = [
@@ -266,7 +267,42 @@ class Graphormer(nnx.Module):
         return self.final_ln(x)[:, 0].astype(jnp.float32)
 
 
-@backbones.register("graphormer")
+def graphormer_flops(encoder: Graphormer, tally, *, n: int, masked: bool) -> None:
+    """Forward FLOPs of `encoder` on one graph of `n - 1` nodes (`n` tokens with the graph
+    token), into `tally` (`core.flops.Tally`):
+      embedding: the node input (one add per atom feature and degree table per node and
+        channel) and the attention bias: per node pair, `multi_hop_max_dist` hops of one
+        H-vector (the bond features' mean) times an H x H matrix (2 H^2 multiply-add FLOPs per
+        hop), the per-feature embedding adds and the average, plus the spatial and virtual
+        distance adds; an upper bound, since pairs closer than the hop limit use fewer hops;
+      the blocks (`core.backbones.encoder_block_flops`: norms, residuals, projections, the
+        mechanism's own formula, the FFN) on all `n` tokens, and the final LayerNorm."""
+    nodes, h = n - 1, encoder.num_heads
+    dim = encoder.final_ln.num_features
+    for table in (
+        encoder.atom_encoder,
+        encoder.edge_encoder,
+        encoder.edge_dis_encoder,
+        encoder.spatial_pos_encoder,
+        encoder.in_degree_encoder,
+        encoder.out_degree_encoder,
+        encoder.graph_token,
+        encoder.graph_token_virtual_distance,
+    ):
+        tally.claim("embedding", table)
+    tally.add("embedding", elementwise=nodes * dim * (len(encoder.atom_offsets) + 1))
+    pairs, hops = nodes * nodes, encoder.multi_hop_max_dist
+    tally.add(
+        "embedding",
+        matmul=2.0 * pairs * hops * h * h,
+        elementwise=pairs * h * (hops * len(encoder.bond_offsets) + 3) + 2 * n * h,
+    )
+    for i, block in enumerate(encoder.blocks):
+        backbones.encoder_block_flops(block, tally, n=n, layer_index=i, masked=masked)
+    backbones.norm_flops(encoder.final_ln, tally, n=n, ops=cost.LAYERNORM)
+
+
+@backbones.register("graphormer", flops=graphormer_flops)
 def graphormer(*, model_cfg, attention_cfg, max_len: int, rngs):
     """Graphormer from a model section with `num_layers`, `dim`, `num_heads`, `mlp_dim`,
     `dropout`, `input_dropout`, `dtype`, `atom_dims`, `bond_dims`, `feature_offset`,

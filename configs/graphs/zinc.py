@@ -8,15 +8,19 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke   scaling of the recipe (default paper)
+    source=standin|official  the offline ZINC-like molecules (default) or ZINC-12k's official
+                             files under `--config.data.dir` (benchmarking-gnns / PyG
+                             `{train,val,test}.pickle` + `.index`, read without torch)
     attn=<mechanism>         softmax (the recipe), gfsa (GFSA's ZINC code: K = 2, w0 = 0, the
                              Graphormer bias added before the softmax, attention dropout
                              before the filter), or any mechanism; those without a `bias` input
                              (`attention.get(name).inputs`) see no spatial / edge encoding
 Override any field from the command line, e.g. `--config.model.num_layers=4`.
 
-Data: only `config.data.source=standin`, the offline ZINC-like molecules of `graphs.zinc_like`
-(MOSES SMILES from `pip install --no-deps molsets==0.3.1`, or `config.data.source_file`), with
-OGB's 9 atom / 3 bond features where ZINC-12k has one atom type and one bond type. Summaries
+Data: `source=official` reads ZINC-12k (one atom-type and one bond-type feature, in the
+authors' 64-row tables; target `logP_SA_cycle_normalized`). `source=standin` (default) is the
+offline ZINC-like set of `graphs.zinc_like` (MOSES SMILES from `pip install --no-deps
+molsets==0.3.1`, or `config.data.source_file`), with OGB's 9 atom / 3 bond features. Summaries
 label it `standin`; its MAE is not comparable with the paper's 0.1240 / 0.1189.
 
 Sources: GFSA paper App. O (shared/papers/notes/gfsa.md §2.4) and the authors' ZINC script
@@ -29,11 +33,10 @@ from __future__ import annotations
 import ml_collections
 
 from configs import common
+from configs.graphs import common as graph_common
 
-# The OGB feature sizes of graphs.featurize (atom_feature_dims / bond_feature_dims), written
-# out so the config needs no RDKit; tests check them against graphs.featurize.
-ATOM_DIMS = (119, 5, 12, 12, 10, 6, 6, 2, 2)
-BOND_DIMS = (5, 6, 2)
+ATOM_DIMS = graph_common.ATOM_DIMS  # kept for callers of zinc.ATOM_DIMS
+BOND_DIMS = graph_common.BOND_DIMS
 
 PRESETS = {
     # About 10 minutes on 2 CPU cores. Deviations from the paper recipe:
@@ -60,30 +63,31 @@ PRESETS = {
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    args = common.parse(arg)
+    args = common.parse(
+        arg,
+        extra={"source": "standin"},
+        choices={"source": (graph_common.SOURCES, "data")},
+    )
     c = common.trainer_config()
     c.task = "graphs.zinc"  # graphs/tasks.py
     c.preset = args.preset
-    c.data = common.data_fields(_data())
-    c.model = _model()
+    c.data = _data(args.source)
+    c.model = graph_common.graphormer_model("slim")
+    if args.source == "official":
+        c.model.atom_dims = graph_common.ZINC_ATOM_DIMS  # [model.py] nn.Embedding(64, hidden)
+        c.model.bond_dims = graph_common.ZINC_BOND_DIMS  # [model.py] nn.Embedding(64, heads)
     c.attention = common.attention_config("softmax", dropout_rate=0.1)  # [zinc.sh] default
     c.seed = 35  # [zinc.sh] seed
     c.batch_size = 256  # [paper] batch 256; [zinc.sh] --batch_size 256
     c.eval_batch_size = 256  # the same loader batch for validation and test
-    c.total_steps = 400_000  # [zinc.sh] tot_updates (the paper's "10k epochs": 40 steps each)
     c.eval_every = 400  # [zinc.sh] check_val_every_n_epoch 10 (10 epochs of 40 steps)
     c.log_every = 40  # one epoch
     c.best_metric = "mae"  # [model.py] valid MAE picks the checkpoint that is tested
     c.best_mode = "min"
-    c.optimizer.lr = 2e-4  # [paper] / [zinc.sh] peak lr
-    c.optimizer.b1, c.optimizer.b2 = 0.9, 0.999  # [paper] AdamW betas
-    c.optimizer.eps = 1e-8  # torch.optim.AdamW default [model.py]
-    c.optimizer.weight_decay = 0.01  # [model.py] weight_decay default (zinc.sh keeps it)
     c.optimizer.grad_clip_norm = 0.0  # zinc.sh passes no gradient clipping to Lightning
-    # [model.py] PolynomialDecayLR, power 1: linear warm-up to the peak, then linear decay to
-    # end_lr 1e-9 at tot_updates; here linear decay to 0 (a 1e-9 difference at the end).
-    c.schedule.name = "constant*linear_warmup*linear_decay"
-    c.schedule.warmup_steps = 40_000  # [paper] warmup 40k; [zinc.sh] warmup_updates
+    # [paper] warmup 40k; [zinc.sh] warmup_updates 40k, tot_updates 400k (the paper's "10k
+    # epochs" of 40 steps)
+    graph_common.graphormer_optim(c, warmup=40_000, total=400_000)
     if args.attn:
         common.swap_attention(c, args.attn)
     if c.attention.name.startswith("gfsa"):
@@ -93,39 +97,14 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     return c
 
 
-def _data() -> ml_collections.ConfigDict:
-    d = ml_collections.ConfigDict()
-    d.source = "standin"  # standin: graphs.zinc_like (the only source so far)
-    d.dir = ""  # data root for the cache (default $ATTNBENCH_DATA or ~/.cache/attnbench)
-    # A gzipped SMILES CSV with a SMILES header column; "" = MOSES' file from `molsets`.
-    d.source_file = ""
-    d.seed = 0  # the stand-in's sampling seed
-    d.num_train = 10_000  # ZINC-12k's train size [paper: 10k/1k/1k]
-    d.num_val = 1_000
-    d.num_test = 1_000
-    d.max_nodes = 40  # largest node bucket (ZINC: <= 38 atoms; the stand-in: <= 26)
-    # Node buckets below max_nodes; () = graphs.batching.NODE_BUCKETS (steps of 4). Edge
-    # buckets are 4 x node buckets.
-    d.node_buckets = ()
-    return d
-
-
-def _model() -> ml_collections.ConfigDict:
-    m = ml_collections.ConfigDict()
-    m.encoder = "graphormer"  # graphs/graphormer.py
-    m.num_layers = 12  # [paper] Graphormer-SLIM 12 layers; [zinc.sh] --n_layers 12
-    m.dim = 80  # [paper] hidden 80; [zinc.sh] --hidden_dim 80
-    m.qkv_dim = 80  # attention width = model width (8 heads x 10) [paper]
-    m.num_heads = 8  # [paper] 8 heads; [zinc.sh] --num_heads 8
-    m.mlp_dim = 80  # [paper] FFN 80; [zinc.sh] --ffn_dim 80
-    m.dropout = 0.1  # [zinc.sh] --dropout_rate 0.1
-    m.input_dropout = 0.1  # [model.py] intput_dropout_rate default 0.1
-    m.dtype = "auto"  # [zinc.sh] --precision 16 -> bfloat16 on accelerators, float32 on CPU
-    m.atom_dims = ATOM_DIMS  # node feature sizes (OGB; ZINC-12k: one 28-type feature)
-    m.bond_dims = BOND_DIMS  # edge feature sizes (OGB; ZINC-12k: one 4-type feature)
-    m.feature_offset = 0  # compact feature tables (512: Graphormer's OGB layout)
-    m.num_degree = 64  # [model.py] ZINC: in/out degree tables of 64 rows
-    m.num_spatial = 40  # [model.py] ZINC: spatial_pos_encoder of 40 rows
-    m.num_edge_dis = 40  # [model.py] ZINC: edge_dis_encoder 40 x heads x heads
-    m.multi_hop_max_dist = 20  # [zinc.sh] --edge_type multi_hop --multi_hop_max_dist 20
-    return m
+def _data(source: str) -> ml_collections.ConfigDict:
+    return graph_common.data(
+        source,
+        # standin only: a gzipped SMILES CSV with a SMILES header column; "" = MOSES' file
+        source_file="",
+        num_train=10_000,  # ZINC-12k's train size [paper: 10k/1k/1k]
+        num_val=1_000,
+        num_test=1_000,
+        subset=True,  # official only: the 12k subset (.index files); False = full ZINC-250k
+        max_nodes=40,  # ZINC: <= 38 atoms; the stand-in: <= 26
+    )

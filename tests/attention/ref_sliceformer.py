@@ -122,3 +122,29 @@ CASES = {
     "sliceformer_shuffle": _case(variant="shuffle", shuffle_mode="shared"),
     "sliceformer_shuffle_independent": _case(variant="shuffle", shuffle_mode="independent"),
 }
+
+
+def sliceformer_graph_reference(params, q, k, v, mask, bias):
+    """The authors' Graphormer `SWD`: per (batch, head, query) a softmax over the bias of the
+    real keys times V (explicit loop), plus the sorted value columns of the reference above."""
+    b, n, h, dv = v.shape
+    valid = np.ones((b, h, n), bool) if mask is None else mask[:, :, 0, :]
+    mixed = np.zeros((b, n, h, dv))
+    for bi in range(b):
+        for hi in range(h):
+            keys = np.flatnonzero(valid[bi, hi])
+            for ni in range(n):
+                logits = bias[bi, hi, ni, keys]
+                p = np.exp(logits - logits.max())
+                mixed[bi, ni, hi] = (p[:, None] / p.sum() * v[bi, keys, hi]).sum(0)
+    return mixed + sliceformer_reference(params, q, k, v, mask)
+
+
+def _bias(rng, b, n, model_dim):
+    del model_dim
+    return {"bias": rng.normal(size=(b, 2, n, n))}
+
+
+CASES["sliceformer_graph"] = Case(
+    reference=sliceformer_graph_reference, inputs=_bias, masks=("none", "key_padding")
+)

@@ -18,7 +18,7 @@ def test_table_loads_validates_and_every_cell_is_runnable_or_says_what_it_needs(
         assert c.runnable or c.needs
         assert c.paper is not None  # every cell of these tables has a printed number
     runnable = sum(c.runnable for c in t.cells)
-    assert runnable == (8 if key == "gfsa.table40" else 0)
+    assert runnable == {"gfsa.table40": 8, "gfsa.table21": 10}.get(key, 0)
 
 
 def test_table21_holds_means_and_stds_lower_is_better():
@@ -28,7 +28,10 @@ def test_table21_holds_means_and_stds_lower_is_better():
     assert t.cell("Graphormer + GFSA", "PCQM4Mv2 Validate").paper == 0.0860
     assert t.cell("Graphormer + GFSA", "PCQM4Mv2 Validate").paper_std == 0.0
     assert not any(t.higher_is_better.values())
-    assert "PCQM4Mv2 task (graphs domain)" in t.cell("Graphormer", "PCQM4Mv2 Train").needs
+    train = t.cell("Graphormer", "PCQM4Mv2 Train")
+    assert train.metric == "train_last.mae" and "version=v2" in train.config
+    params = t.cell("Graphormer + GFSA", "#Params (M)")
+    assert params.paper == 48.3 and params.exact == "core.paper_exact:model_params_m"
 
 
 def test_table22_clone_f1_and_the_misprinted_gain():

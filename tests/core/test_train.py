@@ -59,6 +59,14 @@ def test_smoke_run_writes_config_metrics_and_summary(tmp_path):
     for name in ("val_last", "val_best", "test_last", "test_best"):
         assert 0.0 <= summary["metrics"][name]["accuracy"] <= 1.0
     assert summary["metrics"]["test_last"]["num_examples"] == 64
+    # train_last: the last logged window of training steps, as metrics.jsonl records it
+    records = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    last = [r for r in records if r["split"] == "train"][-1]
+    assert summary["metrics"]["train_last"] == {
+        k: last[k] for k in summary["metrics"]["train_last"]
+    }
+    assert {"loss", "accuracy"} <= set(summary["metrics"]["train_last"])
+    assert train._last_train_record(tmp_path / "metrics.jsonl") == summary["metrics"]["train_last"]
     assert summary["data"]["source"] == "generated"
     assert summary["data"]["cache"].startswith("lra/listops-")  # relative: no machine paths
     assert summary["device"]["count"] >= 1 and summary["device"]["kind"]

@@ -147,8 +147,12 @@ def _graph(batch, b):
 
 def _count(model_cfg, attn="softmax"):
     model = nnx.eval_shape(
-        lambda: tasks.GraphRegressor(
-            model_cfg=model_cfg, attention_cfg={"name": attn}, max_len=41, rngs=nnx.Rngs(0)
+        lambda: tasks.GraphPredictor(
+            model_cfg=model_cfg,
+            attention_cfg={"name": attn},
+            max_len=41,
+            out_dim=1,
+            rngs=nnx.Rngs(0),
         )
     )
     return sum(x.size for x in jax.tree.leaves(nnx.state(model, nnx.Param)))
@@ -170,13 +174,11 @@ def test_paper_recipe_parameter_count():
 
 
 def test_graphormer_base_reproduces_sliceformer_table6_counts():
-    c = config_lib.load("configs/graphs/zinc.py:preset=paper")
-    m = c.model
-    m.num_layers, m.dim, m.qkv_dim, m.num_heads, m.mlp_dim = 12, 768, 768, 32, 768
-    m.feature_offset, m.num_degree, m.num_spatial, m.num_edge_dis = 512, 512, 512, 128
-    m.multi_hop_max_dist = 5
+    m = config_lib.load("configs/graphs/pcqm.py").model  # Graphormer-base, OGB layout
     assert _count(m) == 47_085_377  # Sliceformer Table 6, Graphormer
     assert _count(m, "sliceformer") == 32_911_169  # Sliceformer Table 6 (no W_Q, W_K)
+    # The authors' Graphormer attention (softmax(bias) V + Sort(V)) has the same parameters.
+    assert _count(m, "sliceformer_graph") == 32_911_169
 
 
 def test_config_feature_sizes_are_ogb_s():
