@@ -217,3 +217,25 @@ def test_padding_waste():
     assert batching.padding_waste(batch) == 0.25
     batch["weight"] = np.array([1.0, 0.0])  # an eval filler row counts as padding
     assert batching.padding_waste(batch) == 0.75
+
+
+def test_large_graphs_use_scipy_search_with_the_same_distances():
+    """Graphs above `SCIPY_FROM` nodes get scipy's breadth-first search: the same distances as
+    the batched matrix-product search, one-way edges and disconnected parts included."""
+    rng = np.random.default_rng(0)
+    n = batching.SCIPY_FROM + 6
+    chain = np.stack([np.arange(n - 1), np.arange(1, n)])  # one-way path
+    extra = rng.integers(0, n - 10, (2, 12))  # random one-way chords, last 10 nodes apart
+    edges = np.concatenate([chain[:, : n - 11], extra], axis=1)
+    ours = batching.graph_distances(edges, n)
+    adj = np.zeros((n, n), bool)
+    adj[edges[0], edges[1]] = True
+    np.testing.assert_array_equal(ours, batching.shortest_path_distances(adj))
+    # the last 10 nodes have no edge: unreachable both ways, 0 to themselves
+    assert (ours[: n - 10, n - 10 :] == batching.UNREACHABLE).all()
+    assert (ours[n - 10 :, : n - 10] == batching.UNREACHABLE).all()
+    assert (np.diag(ours) == 0).all() and ours.max() >= 10  # long one-way paths
+    graph = {"node_feat": np.zeros((n, 1), int), "edge_index": edges,
+             "edge_feat": np.zeros((edges.shape[1], 1), int)}  # fmt: skip
+    packed = batching.PackedGraphs(batching.pack([graph]))
+    np.testing.assert_array_equal(packed[0]["spd"], ours)
