@@ -33,6 +33,7 @@ __all__ = [
     "ACCELERATOR_PLATFORMS",
     "resolve_dtype",
     "compute_dtype",
+    "attention_call_inputs",
     "dropout",
     "drop_path",
     "drop_path_rates",
@@ -91,6 +92,13 @@ def attention_inputs(**inputs):
         yield
     finally:
         _CALL_INPUTS.reset(token)
+
+
+def attention_call_inputs() -> dict:
+    """The extra attention inputs set by the enclosing `attention_inputs` blocks (e.g.
+    `{"subsample": False}` in SSA's +FT phase), for layers that implement their own attention
+    (EGT) instead of calling a mechanism through `Attention`."""
+    return dict(_CALL_INPUTS.get())
 
 
 def dropout(x, rate: float, key, train: bool):

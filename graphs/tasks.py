@@ -38,7 +38,11 @@ from flax import nnx
 
 from core import backbones, errors, layers, tasks
 from graphs import batching
-from graphs import graphormer as _graphormer  # noqa: F401  (registers the backbone)
+
+# The graph backbones register themselves with core.backbones on import.
+from graphs import egt as _egt  # noqa: F401
+from graphs import graph_bridge as _graph_bridge  # noqa: F401
+from graphs import graphormer as _graphormer  # noqa: F401
 
 __all__ = [
     "ENCODERS",
@@ -52,30 +56,21 @@ __all__ = [
     "PeptidesFunc",
 ]
 
-# Graph backbones (registered by their modules, imported on first use) and how many tokens
-# beyond the nodes their attention sees: Graphormer's graph token, EGT's virtual nodes,
-# Graph-Bridge's edge tokens (one per directed edge slot).
+# The graph backbones a graph task takes.
 ENCODERS = ("graphormer", "egt", "graph_bridge")
-_ENCODER_MODULES = {"egt": "graphs.egt", "graph_bridge": "graphs.graph_bridge"}
 
 
-def _register_encoder(name: str) -> None:
-    if name in _ENCODER_MODULES:
-        import importlib
-
-        importlib.import_module(_ENCODER_MODULES[name])
-
-
-def attention_tokens(config) -> int:
-    """Tokens one attention call sees at most: the largest node bucket plus the encoder's extra
-    tokens (Graphormer: the graph token; EGT: `num_virtual_nodes`; Graph-Bridge: the largest
-    edge bucket, `edge_factor` x the node bucket)."""
+def attention_tokens(config, nodes: int | None = None) -> int:
+    """Tokens one attention call sees for graphs of `nodes` nodes (default: the largest node
+    bucket, `config.data.max_nodes`): the nodes plus the encoder's extra tokens (Graphormer:
+    the graph token; EGT: `num_virtual_nodes`; Graph-Bridge: one per edge slot, `edge_factor`
+    x the nodes)."""
     d, m = config.data, config.model
-    n = int(d.max_nodes)
+    n = int(d.max_nodes if nodes is None else nodes)
     if m.encoder == "graph_bridge":
         return n + int(d.edge_factor) * n
     if m.encoder == "egt":
-        return n + int(m.get("num_virtual_nodes", 1))
+        return n + int(m.get("num_virtual_nodes", 4))  # graphs.egt's default
     return n + 1
 
 
@@ -94,8 +89,8 @@ class GraphPredictor(nnx.Module):
         rngs: nnx.Rngs,
         ensemble_passes: int = 0,
         ensemble_seed: int = 0,
+        flops_tokens: int | None = None,
     ):
-        _register_encoder(model_cfg.encoder)
         self.encoder = backbones.build(
             model_cfg.encoder,
             model_cfg=model_cfg,
@@ -107,13 +102,13 @@ class GraphPredictor(nnx.Module):
         self.head = nnx.Linear(model_cfg.dim, out_dim, kernel_init=init, rngs=rngs)
         self.out_dim = out_dim
         self.encoder_name = model_cfg.encoder
-        self.tokens = int(max_len)
+        self.tokens = int(flops_tokens or max_len)
         self.ensemble_passes = int(ensemble_passes)
         self.ensemble_seed = int(ensemble_seed)
 
     def count_flops(self, tally) -> None:
-        """Forward FLOPs of one graph at the largest size the config allows (`max_len` tokens,
-        padding slots included: what one padded example costs) into `tally`; with a
+        """Forward FLOPs of one graph of `flops_tokens` tokens (the task passes the dataset's
+        mean graph size, `config.data.flops_nodes`; default `max_len`) into `tally`; with a
         self-ensemble, evaluation costs `ensemble_passes` times this."""
         with tally.per_sequence(1, self.tokens):
             backbones.count_flops(
@@ -221,6 +216,7 @@ class GraphTask:
             out_dim=self.out_dim,
             ensemble_passes=int(m.get("ensemble_passes", 0)),
             ensemble_seed=int(m.get("ensemble_seed", 0)),
+            flops_tokens=attention_tokens(config, int(config.data.get("flops_nodes", 0)) or None),
             rngs=rngs,
         )
 

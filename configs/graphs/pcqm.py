@@ -89,6 +89,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         num_train=0,  # 0 = all of the train split (official: OGB train; standin: the rest)
         num_val=10_000,  # standin only (official: OGB valid)
         num_test=10_000,  # standin only (official: OGB valid again, the reported split)
+        # FLOP counts at PCQM4Mv2's mean size: 14.1 heavy atoms (OGB-LSC, Hu et al. 2021)
+        flops_nodes=14,
         max_nodes=64,  # above PCQM4M(v2)'s molecules (tens of heavy atoms); larger: an error
     )
     c.best_metric, c.best_mode = "mae", "min"  # valid MAE, as all three papers report
@@ -98,6 +100,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     else:
         _graphormer(c, args)
     common.scale(c, PRESETS)
+    if args.model == "egt" and c.preset != "paper":
+        c.model.edge_dim = max(8, c.model.dim // 4)  # the paper's node / edge width ratio
     if args.ensemble:
         c.model.ensemble_passes = args.ensemble
     return c
@@ -130,16 +134,17 @@ def _egt(c, args) -> None:
     4 virtual nodes, distances up to 16 hops, dropout 0.1, lr 2e-4, batch 128, warm-up 60k,
     1M steps. SSA: no attention dropout."""
     m = ml_collections.ConfigDict()
-    m.encoder = "egt"  # graphs/egt.py
+    m.encoder = "egt"  # graphs/egt.py (field meanings in its `egt` builder)
     m.egt_variant = "simple"  # [ssa] "EGT-Simple": edges reduced to an attention bias
     m.num_layers = 6  # [ssa] 6 layers
     m.dim = 512  # [egt_small.json] node width 512
     m.qkv_dim = 512
     m.edge_dim = 128  # [egt_small.json] edge width 128
     m.num_heads = 32  # [egt_small.json] 32 heads
-    m.mlp_dim = 512  # [egt_small.json] FFN multiplier 1.0
+    m.mlp_dim = 512  # (unused by EGT: ffn_multiplier sets its FFN)
+    m.ffn_multiplier = 1.0  # [egt_small.json] node FFN multiplier 1.0
     m.num_virtual_nodes = 4  # [egt_small.json] 4 virtual nodes
-    m.max_hops = 16  # [egt_small.json] distances up to 16 hops
+    m.upto_hop = 16  # [egt_small.json] distances up to 16 hops
     m.dropout = 0.1  # [egt_small.json] dropout 0.1
     m.dtype = "auto"
     m.atom_dims = graph_common.ATOM_DIMS

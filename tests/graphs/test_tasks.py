@@ -130,3 +130,17 @@ def test_pcqm_smoke_trains_graphormer(attn, tmp_path):
     m = summary["metrics"]
     assert np.isfinite(m["val_best"]["mae"]) and np.isfinite(m["train_last"]["mae"])
     assert m["test_best"]["num_examples"] == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arg", ["model=egt", "model=egt,ssa=U50,ft=1,ensemble=3"])
+def test_pcqm_smoke_trains_egt(arg, tmp_path):
+    """EGT dense and with SSA (S6-U50, +FT, evaluated as a self-ensemble of 3 passes) on the
+    QM9 stand-in (SSA Tables 3 and 5)."""
+    config = _pcqm_smoke(arg, tmp_path)
+    summary = train.train_and_evaluate(config, tmp_path / "run")
+    assert summary["attention"]["name"] == ("ssa" if "ssa" in arg else "softmax")
+    assert np.isfinite(summary["metrics"]["val_best"]["mae"])
+    if "ssa" in arg:
+        assert summary["attention"]["keep"] == 0.5 and config.dense_finetune_fraction == 0.1
+        assert config.model.ensemble_passes == 3
