@@ -48,6 +48,7 @@ __all__ = [
     "ENCODERS",
     "GraphPredictor",
     "l1_loss",
+    "smooth_l1_loss",
     "multilabel_loss",
     "GraphTask",
     "ZincRegression",
@@ -103,6 +104,9 @@ class GraphPredictor(nnx.Module):
         self.out_dim = out_dim
         self.encoder_name = model_cfg.encoder
         self.tokens = int(flops_tokens or max_len)
+        self.loss = str(model_cfg.get("loss", "l1"))
+        if self.loss not in LOSSES:
+            raise errors.ConfigError(f"config.model.loss={self.loss!r}: known: {', '.join(LOSSES)}")
         self.ensemble_passes = int(ensemble_passes)
         self.ensemble_seed = int(ensemble_seed)
 
@@ -141,6 +145,23 @@ def l1_loss(prediction, target, weight):
         total, count = (err * weight).sum(), weight.sum()
     metrics = {"loss": (total, count), "mae": (total, count)}
     return total / jnp.maximum(count, 1.0), metrics
+
+
+def smooth_l1_loss(prediction, target, weight, beta: float = 1.0):
+    """torch's SmoothL1Loss (beta 1): 0.5 x^2 / beta where |x| < beta, |x| - 0.5 beta beyond,
+    averaged over every target entry, as `(mean loss, {"loss": smooth L1, "mae": MAE})`
+    (SAMSA's Peptides-struct loss; the MAE is what LRGB reports)."""
+    weight = weight.astype(jnp.float32)
+    err = jnp.abs(prediction.astype(jnp.float32) - target.astype(jnp.float32))
+    huber = jnp.where(err < beta, 0.5 * err * err / beta, err - 0.5 * beta)
+    w = weight[:, None] if err.ndim == 2 else weight
+    count = weight.sum() * (err.shape[1] if err.ndim == 2 else 1)
+    total = (huber * w).sum()
+    metrics = {"loss": (total, count), "mae": ((err * w).sum(), count)}
+    return total / jnp.maximum(count, 1.0), metrics
+
+
+LOSSES = ("l1", "smooth_l1", "bce")
 
 
 def multilabel_loss(logits, labels, weight):
@@ -196,7 +217,9 @@ class GraphTask:
         buckets = tuple(b for b in buckets if b < d.max_nodes) + (int(d.max_nodes),)
         factor = int(d.get("edge_factor", 4))
         return batching.GraphCollate(
-            node_buckets=buckets, edge_buckets=tuple(factor * b for b in buckets)
+            node_buckets=buckets,
+            edge_buckets=tuple(factor * b for b in buckets),
+            dense=bool(d.get("dense", True)),  # N x N adjacency / distances per batch
         )
 
     def load_data(self, config) -> tasks.Data:
@@ -222,7 +245,8 @@ class GraphTask:
 
     def loss_and_metrics(self, model, batch, *, train: bool, key):
         prediction = model(batch, train=train, key=key)
-        return l1_loss(prediction, batch["target"], batch["weight"])
+        loss = smooth_l1_loss if model.loss == "smooth_l1" else l1_loss
+        return loss(prediction, batch["target"], batch["weight"])
 
     def example_batch(self, config, batch_size: int, seed: int = 0) -> dict:
         """Random connected graphs (paths) of `config.data.max_nodes` slots with as many node /
@@ -345,6 +369,7 @@ class _Peptides(GraphTask):
             num_peptides=int(d.num_peptides),
             seed=d.seed,
             collate=collate,
+            lengths=tuple(d.get("peptide_lengths", peptides_like.LENGTHS)),
         )
         return _standin(
             data,
