@@ -4,13 +4,12 @@ Peptides-struct against one training epoch of the whole 24-layer SAMSA model, on
 Numbers: the paper's Table 4 (checked against ../shared/papers/samsa.txt; notes samsa.md Sec. 3).
 LapPE and RWPE are quoted from the LRGB paper (Dwivedi et al. 2022), other hardware.
 
-Not runnable here, and not reproduced elsewhere either: `scripts/speed_tables.py` times SAMSA's
-Table 1 speed row only (LRA-encoder inference at 1,024 tokens), not a Peptides-struct epoch nor
-LapPE / RWPE precomputation. So
+Reproduced outside the training machinery, all three on one machine and the same graphs (the
+Peptides-struct train split; the offline peptides by default, LRGB's files with `--source
+official`): `graphs.positional`'s LapPE and RWPE over the split against one training epoch of
+the 24-layer Graph-Bridge SAMSA recipe (`graphs.pe_timing`):
 
-    python -m scripts.reproduce samsa.table4
-
-only lists what each cell needs.
+    python -m scripts.graph_pe_timing        # writes results/bench/samsa_table4.{json,md}
 """
 
 from __future__ import annotations
@@ -20,27 +19,13 @@ from core.paper_tables import Table, grid
 ROW = "Peptides-struct"
 COLUMNS = ("LapPE", "RWPE", "SAMSA (whole model)")
 
-# Same wording as samsa.table1 for the missing task.
-PEPTIDES = "the LRGB Peptides task (graphs domain), not built yet"
+ELSEWHERE = "python -m scripts.graph_pe_timing"
 
-# column: (seconds as printed, quoted source or None, what else is missing)
+# column: (seconds as printed, quoted source or None)
 CELLS = {
-    "LapPE": (
-        73.0,
-        "Dwivedi et al. 2022 (LRGB)",
-        "Laplacian-eigenvector positional encodings (LapPE), not implemented",
-    ),
-    "RWPE": (
-        53.0,
-        "Dwivedi et al. 2022 (LRGB)",
-        "random-walk positional encodings (RWPE), not implemented",
-    ),
-    "SAMSA (whole model)": (
-        35.0,
-        None,
-        "a one-epoch timing of the 24-layer SAMSA Peptides-struct model, not in "
-        "scripts.speed_tables",
-    ),
+    "LapPE": (73.0, "Dwivedi et al. 2022 (LRGB)"),
+    "RWPE": (53.0, "Dwivedi et al. 2022 (LRGB)"),
+    "SAMSA (whole model)": (35.0, None),
 }
 
 
@@ -55,17 +40,18 @@ def get_table() -> Table:
         rows=(ROW,),
         columns=COLUMNS,
         cells=grid(
-            {ROW: tuple(seconds for seconds, _, _ in CELLS.values())},
+            {ROW: tuple(seconds for seconds, _ in CELLS.values())},
             COLUMNS,
             metric="wall_time_s",
             scale=1,
             quoted=lambda _, column: CELLS[column][1],
-            needs=lambda _, column: f"{PEPTIDES}; and {CELLS[column][2]}",
+            elsewhere=ELSEWHERE,
         ),
         higher_is_better={ROW: False},
         notes=(
             "Printed as '73s', '53s', '35s'. A timing table: each number is seconds on the "
-            "paper's hardware; `metric` names no summary metric (no cell is runnable).",
+            "paper's hardware; ours are measured by scripts.graph_pe_timing on one machine "
+            "(results/bench/samsa_table4.md), not by training runs.",
             "Not a same-machine comparison: LapPE / RWPE precompute times are copied from the LRGB "
             "paper (other hardware), the SAMSA epoch is the authors' A100; batch, precision and k "
             "of the SAMSA run are not stated (notes Sec. 6, item 26).",

@@ -34,7 +34,11 @@ def test_samsa_table1_holds_the_papers_numbers_and_sources():
     assert t.cell("ModelNet40", "Full SA").quoted is None  # run by the authors
     assert t.cell("Image", "512 Hard").config == "configs/lra/image.py:model=samsa,k=512,mode=hard"
     assert t.higher_is_better["Peptides-struct (MAE)"] is False
-    assert sum(c.runnable for c in t.cells) == 5 * 7
+    # LRA (5 tasks) and LRGB Peptides (2, Graph-Bridge on the official files) x 7 columns
+    assert sum(c.runnable for c in t.cells) == 7 * 7
+    assert t.cell("Peptides-struct (MAE)", "Full SA").config == (
+        "configs/graphs/peptides.py:kind=struct,source=official,attn=softmax"
+    )
 
 
 @pytest.mark.parametrize(
