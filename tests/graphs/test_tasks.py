@@ -173,3 +173,33 @@ def test_peptides_smoke_trains_graph_bridge(arg, tmp_path):
         assert summary["attention"]["name"] == "samsa" and 0.0 <= m["ap"] <= 1.0
     else:
         assert np.isfinite(m["mae"]) and m["loss"] <= m["mae"]  # smooth L1 <= L1
+
+
+GRAPH_RECIPES = [
+    "zinc.py:source=standin",
+    "zinc.py:source=official,attn=gfsa",
+    "pcqm.py:attn=sliceformer_graph",
+    "pcqm.py:version=v1,attn=gfsa",
+    "pcqm.py:model=egt,ssa=U20,ft=1,ensemble=50",
+    "peptides.py:kind=func,k=256",
+    "peptides.py:kind=struct,attn=softmax",
+]
+
+
+@pytest.mark.parametrize("recipe", GRAPH_RECIPES)
+def test_graph_recipes_validate_at_every_preset(recipe):
+    """No false alarms from the config checks for the papers' recipes at any scale."""
+    from core import validate
+
+    for preset in ("paper", "cpu", "smoke"):
+        c = config_lib.load(f"configs/graphs/{recipe},preset={preset}")
+        assert validate.problems(c, tasks.get(c.task)) == [], (recipe, preset)
+
+
+def test_bad_recipe_arguments_are_named():
+    with pytest.raises(errors.ConfigError, match="ssa= is SSA's EGT setting"):
+        config_lib.load("configs/graphs/pcqm.py:ssa=U20")
+    with pytest.raises(errors.ConfigError, match="unknown SSA ssa='U25'"):
+        config_lib.load("configs/graphs/pcqm.py:model=egt,ssa=U25")
+    with pytest.raises(errors.ConfigError, match="unknown Peptides kind='fun'"):
+        config_lib.load("configs/graphs/peptides.py:kind=fun")
