@@ -6,6 +6,9 @@ A graph (one example) is a dict
     edge_index  [2, e]  int    directed edges (row 0 source, row 1 target), node ids in [0, n)
     edge_feat   [e, Fe] int    edge features (OGB's 3 bond features)
     spd         [n, n]  int    optional: hop distances, -1 where unreachable
+    <node field> [n, ...] optional per-node arrays (`NODE_FIELDS`: positional encodings
+                       such as `lap_vec [n, k]`, `lap_val [n, k]`, `rwse [n, steps]`, which
+                       `graphs.gps.add_encodings` adds; any other name through `node_fields=`)
 plus per-graph fields (`target`, ...), as `graphs.featurize.smiles_to_graph` returns it (with
 its extra `num_nodes`, which packing ignores: it is `len(node_feat)`).
 
@@ -13,7 +16,9 @@ its extra `num_nodes`, which packing ignores: it is `len(node_feat)`).
 matrices concatenated, with offsets) and serves graphs one at a time: grain's random-access
 protocol, so it is a `core.tasks.Data` split. `pack` builds it and computes each graph's
 shortest-path distances once (the per-graph cache of the dense structure attention models
-need; a dataset stores them with it).
+need; a dataset stores them with it). Per-node fields are stored like `node_feat` (rows
+concatenated, sliced by `node_ptr`); their names are kept in the string array `node_fields`,
+so a `PackedGraphs` read back from an `.npz` knows them.
 
 `GraphCollate` turns a list of graphs into one padded batch (`core.data.train_iterator(...,
 collate=GraphCollate())`, `core.data.eval_batches` likewise). Each batch is padded to the
@@ -28,6 +33,9 @@ on MOSES molecules (13-26 atoms) batches of 128 hit one or two pairs. The batch:
     adjacency  [B, N, N]  bool   adjacency[b, i, j]: an edge i -> j    (dense=True)
     spd        [B, N, N]  int32  hop distance i -> j; -1 where unreachable or padding
                                  (dense=True and the graphs carry `spd`)
+    <node field> [B, N, ...]     every per-node field the graphs carry whose name is in the
+                                 collate's `node_fields` (default `NODE_FIELDS`), 0 in padding
+                                 slots, in the field's own dtype
     <field>    [B, ...]          every other per-graph field, stacked (`target`, ...)
 Why both an edge list and dense N x N arrays: message passing and Graph-Bridge's edge tokens
 read the list, attention models (Graphormer's spatial bias, EGT's edge channels, GRF/GFSA
@@ -47,6 +55,7 @@ from core import data as core_data
 
 __all__ = [
     "GRAPH_FIELDS",
+    "NODE_FIELDS",
     "NODE_BUCKETS",
     "EDGE_BUCKETS",
     "UNREACHABLE",
@@ -60,6 +69,10 @@ __all__ = [
 ]
 
 GRAPH_FIELDS = ("node_feat", "edge_index", "edge_feat", "spd", "num_nodes")
+# Per-node arrays a graph dict may carry (positional / structural encodings, `graphs.gps`):
+# packed and collated without being named; other per-node names go through `node_fields=`.
+NODE_FIELDS = ("lap_vec", "lap_val", "rwse")
+NODE_FIELDS_KEY = "node_fields"  # the packed array listing a dataset's per-node field names
 UNREACHABLE = -1  # spd of a pair with no path between them (and of padding slots in a batch)
 
 # Sizes a batch is padded up to: steps of 4 nodes up to 64 (molecules: <= 15% of a bucket),
@@ -156,15 +169,26 @@ def _spd_by_size(graphs: Sequence[Mapping]) -> list[np.ndarray]:
     return out
 
 
-def pack(graphs: Sequence[Mapping], *, spd: bool = True, **fields: np.ndarray) -> dict:
+def pack(
+    graphs: Sequence[Mapping],
+    *,
+    spd: bool = True,
+    node_fields: Sequence[str] | Mapping[str, np.ndarray] | None = None,
+    **fields: np.ndarray,
+) -> dict:
     """The arrays of a `PackedGraphs` holding `graphs` (dicts as in the module docstring),
-    with their shortest-path distances when `spd` (computed here, once per graph) and the
-    per-graph `fields` (`target=[G, ...]`, ...), each with one row per graph. Only the graph
-    arrays are read from the dicts; per-graph values come in through `fields`."""
+    with their shortest-path distances when `spd` (computed here, once per graph), their
+    per-node fields and the per-graph `fields` (`target=[G, ...]`, ...), each with one row per
+    graph. Only the graph arrays and per-node fields are read from the dicts; per-graph values
+    come in through `fields`.
+
+    `node_fields`: None (the `NODE_FIELDS` names the first graph carries), names of per-node
+    arrays `[n, ...]` every graph dict carries, or a mapping name -> `[sum n, ...]` (rows
+    concatenated in graph order, e.g. `graphs.positional.Encodings.rwse`)."""
     if not graphs:
         raise ValueError("pack needs at least one graph")
     for name, values in fields.items():
-        if name in GRAPH_FIELDS or name in PackedGraphs.REQUIRED:
+        if name in GRAPH_FIELDS or name in PackedGraphs.REQUIRED or name == NODE_FIELDS_KEY:
             raise ValueError(f"field {name!r} is a graph array, not a per-graph field")
         if len(values) != len(graphs):
             raise ValueError(f"field {name!r}: {len(values)} rows for {len(graphs)} graphs")
@@ -186,6 +210,10 @@ def pack(graphs: Sequence[Mapping], *, spd: bool = True, **fields: np.ndarray) -
             f"graphs disagree on feature shapes: nodes {feat_width}, edges {edge_width} "
             "(a graph without edges needs edge_feat of shape [0, Fe])"
         )
+    per_node = _node_fields(graphs, node_counts, node_fields)
+    clash = sorted(set(per_node) & (set(fields) | set(GRAPH_FIELDS) | set(PackedGraphs.REQUIRED)))
+    if clash:
+        raise ValueError(f"node fields {clash} clash with graph arrays or per-graph fields")
     arrays = {
         "node_feat": _smallest_int(np.concatenate([g["node_feat"] for g in graphs])),
         "node_ptr": np.concatenate([[0], np.cumsum(node_counts)]).astype(np.int64),
@@ -197,15 +225,52 @@ def pack(graphs: Sequence[Mapping], *, spd: bool = True, **fields: np.ndarray) -
         arrays["spd"] = _smallest_int(
             np.concatenate([d.ravel() for d in _spd_by_size(graphs)]), signed=True
         )
+    if per_node:
+        arrays.update(per_node)
+        arrays[NODE_FIELDS_KEY] = np.array(list(per_node), dtype=str)
     for name, values in fields.items():
         arrays[name] = np.asarray(values)
     return arrays
 
 
+def _node_fields(graphs, node_counts: np.ndarray, node_fields) -> dict[str, np.ndarray]:
+    """`pack`'s per-node fields, name -> `[sum n, ...]`, checked against the node counts."""
+    total = int(node_counts.sum())
+    if isinstance(node_fields, Mapping):
+        out = {name: np.asarray(values) for name, values in node_fields.items()}
+        for name, values in out.items():
+            if len(values) != total:
+                raise ValueError(
+                    f"node field {name!r}: {len(values)} rows for {total} nodes "
+                    f"of {len(graphs)} graphs"
+                )
+        return out
+    names = [k for k in NODE_FIELDS if k in graphs[0]] if node_fields is None else node_fields
+    out = {}
+    for name in names:
+        rows = []
+        for i, (g, n) in enumerate(zip(graphs, node_counts, strict=True)):
+            if name not in g:
+                raise ValueError(f"graph {i} has no node field {name!r} (graph 0 has it)")
+            value = np.asarray(g[name])
+            if value.ndim == 0 or len(value) != n:
+                raise ValueError(
+                    f"graph {i}: node field {name!r} has shape {list(value.shape)}, "
+                    f"not [{n}, ...] (one row per node)"
+                )
+            rows.append(value)
+        shapes = {r.shape[1:] for r in rows}
+        if len(shapes) > 1:
+            raise ValueError(f"graphs disagree on node field {name!r}'s row shape: {shapes}")
+        out[name] = np.concatenate(rows)
+    return out
+
+
 class PackedGraphs:
     """A graph dataset in flat arrays (`pack`'s output, or the same arrays read back from an
     `.npz` with `core.cache.load_arrays`): `len(ds)` graphs, `ds[i]` -> the graph dict of graph
-    `i` (views into the arrays) with its per-graph fields. Picklable (grain workers)."""
+    `i` (views into the arrays) with its per-node fields (those `arrays["node_fields"]` names)
+    and per-graph fields. Picklable (grain workers)."""
 
     REQUIRED = ("node_feat", "node_ptr", "edge_index", "edge_feat", "edge_ptr")
 
@@ -217,7 +282,9 @@ class PackedGraphs:
         self.node_ptr, self.edge_ptr = arrays["node_ptr"], arrays["edge_ptr"]
         count = len(self.node_ptr) - 1
         nodes = np.diff(self.node_ptr)
-        self.fields = [k for k in arrays if k not in self.REQUIRED and k != "spd"]
+        self.node_fields = [str(k) for k in np.asarray(arrays.get(NODE_FIELDS_KEY, [])).ravel()]
+        special = {*self.REQUIRED, *self.node_fields, "spd", NODE_FIELDS_KEY}
+        self.fields = [k for k in arrays if k not in special]
         problems = [
             f"{k} has {len(arrays[k])} rows for {count} graphs"
             for k in self.fields
@@ -229,6 +296,12 @@ class PackedGraphs:
             problems.append(f"node_ptr ends at {self.node_ptr[-1]}, not {len(arrays['node_feat'])}")
         if self.edge_ptr[-1] != arrays["edge_index"].shape[-1]:
             problems.append("edge_ptr does not end at the number of edges")
+        for k in self.node_fields:
+            if k not in arrays:
+                problems.append(f"node field {k} is listed but missing")
+            elif len(arrays[k]) != self.node_ptr[-1]:
+                rows = len(arrays[k])
+                problems.append(f"node field {k} has {rows} rows, not {self.node_ptr[-1]}")
         if "spd" in arrays:
             self.spd_ptr = np.concatenate([[0], np.cumsum(nodes.astype(np.int64) ** 2)])
             if self.spd_ptr[-1] != len(arrays["spd"]):
@@ -259,6 +332,8 @@ class PackedGraphs:
         if "spd" in a:
             n = n1 - n0
             graph["spd"] = a["spd"][self.spd_ptr[i] : self.spd_ptr[i + 1]].reshape(n, n)
+        for k in self.node_fields:
+            graph[k] = a[k][n0:n1]
         for k in self.fields:
             graph[k] = a[k][i]
         return graph
@@ -272,11 +347,14 @@ class GraphCollate:
       node_buckets, edge_buckets: ascending sizes a batch's node / edge dimension is padded to
         (`core.data.pad_to_bucket`); a graph above the largest is an error naming it.
       dense: also build `adjacency` and, for graphs that carry `spd`, `spd` ([B, N, N]).
+      node_fields: names of per-node fields (`[n, ...]` per graph) padded to `[B, N, ...]`
+        with zeros when the graphs carry them; other non-graph keys are stacked per graph.
     """
 
     node_buckets: Sequence[int] = NODE_BUCKETS
     edge_buckets: Sequence[int] = EDGE_BUCKETS
     dense: bool = True
+    node_fields: Sequence[str] = NODE_FIELDS
 
     def __call__(self, graphs: Sequence[Mapping]) -> dict:
         b = len(graphs)
@@ -309,7 +387,14 @@ class GraphCollate:
             batch["adjacency"] = adj
             if "spd" in graphs[0]:
                 batch["spd"] = self._spd(graphs, n, size_n)
-        others = [k for k in graphs[0] if k not in GRAPH_FIELDS]
+        for k in (k for k in self.node_fields if k in graphs[0]):
+            rows = np.concatenate([np.asarray(g[k]) for g in graphs])
+            if len(rows) != len(feat):
+                raise ValueError(f"node field {k!r}: {len(rows)} rows for {len(feat)} nodes")
+            padded = np.zeros((b, size_n, *rows.shape[1:]), rows.dtype)
+            padded[node_graph, node_slot] = rows
+            batch[k] = padded
+        others = [k for k in graphs[0] if k not in GRAPH_FIELDS and k not in self.node_fields]
         batch.update(core_data.stack([{k: g[k] for k in others} for g in graphs]))
         return batch
 

@@ -28,6 +28,7 @@ deterministic pass (SSA's "renormalized" dense attention).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -41,6 +42,7 @@ from graphs import batching
 
 # The graph backbones register themselves with core.backbones on import.
 from graphs import egt as _egt  # noqa: F401
+from graphs import gps as _gps  # noqa: F401
 from graphs import graph_bridge as _graph_bridge  # noqa: F401
 from graphs import graphormer as _graphormer  # noqa: F401
 
@@ -58,7 +60,7 @@ __all__ = [
 ]
 
 # The graph backbones a graph task takes.
-ENCODERS = ("graphormer", "egt", "graph_bridge")
+ENCODERS = ("graphormer", "egt", "graph_bridge", "gps")
 
 
 def attention_tokens(config, nodes: int | None = None) -> int:
@@ -72,6 +74,8 @@ def attention_tokens(config, nodes: int | None = None) -> int:
         return n + int(d.edge_factor) * n
     if m.encoder == "egt":
         return n + int(m.get("num_virtual_nodes", 4))  # graphs.egt's default
+    if m.encoder == "gps":
+        return n  # attention over the nodes only
     return n + 1
 
 
@@ -100,7 +104,16 @@ class GraphPredictor(nnx.Module):
             rngs=rngs,
         )
         init = nnx.initializers.normal(0.02 / math.sqrt(model_cfg.num_layers))
-        self.head = nnx.Linear(model_cfg.dim, out_dim, kernel_init=init, rngs=rngs)
+        # Optional hidden layers before the output (ReLU; GraphGPS's ZINC "san_graph" head:
+        # `head_hidden = (32, 16)`); none: one Linear (the authors' `downstream_out_proj`).
+        widths = (model_cfg.dim, *tuple(model_cfg.get("head_hidden", ())))
+        self.hidden = nnx.List(
+            [
+                nnx.Linear(a, b, kernel_init=init, rngs=rngs)
+                for a, b in zip(widths[:-1], widths[1:], strict=True)
+            ]
+        )
+        self.head = nnx.Linear(widths[-1], out_dim, kernel_init=init, rngs=rngs)
         self.out_dim = out_dim
         self.encoder_name = model_cfg.encoder
         self.tokens = int(flops_tokens or max_len)
@@ -118,10 +131,15 @@ class GraphPredictor(nnx.Module):
             backbones.count_flops(
                 self.encoder_name, self.encoder, tally, n=self.tokens, masked=True
             )
+        for layer in self.hidden:
+            tally.linear("head", layer, 1)
         tally.linear("head", self.head, 1)
 
     def forward(self, batch, *, train: bool, key):
-        out = self.head(self.encoder(batch, train=train, key=key))
+        h = self.encoder(batch, train=train, key=key)
+        for layer in self.hidden:
+            h = jax.nn.relu(layer(h))
+        out = self.head(h)
         return out[:, 0] if self.out_dim == 1 else out
 
     def __call__(self, batch, *, train: bool = False, key=None):
@@ -224,7 +242,16 @@ class GraphTask:
 
     def load_data(self, config) -> tasks.Data:
         self._check(config)
-        return self._load(config, self.collate(config))
+        data = self._load(config, self.collate(config))
+        if config.model.encoder == "gps":  # GPS reads per-node positional encodings
+            from graphs import gps
+
+            encoded = {
+                name: gps.with_encodings(getattr(data, name), model_cfg=config.model)
+                for name in ("train", "val", "test")
+            }
+            data = dataclasses.replace(data, **encoded)
+        return data
 
     def _load(self, config, collate) -> tasks.Data:
         raise NotImplementedError

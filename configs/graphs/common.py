@@ -92,3 +92,54 @@ def graphormer_optim(c, *, warmup: int, total: int, weight_decay: float = 0.01) 
     c.schedule.name = "constant*linear_warmup*linear_decay"
     c.schedule.warmup_steps = warmup
     c.total_steps = total
+
+
+def gps_model(layout: str) -> ml_collections.ConfigDict:
+    """GPS's model section (graphs/gps.py), GraphGPS's configs (`rampasek/GraphGPS`
+    `configs/GPS/peptides-{func,struct}-GPS.yaml`, `zinc-GPS+RWSE.yaml`; [gps] below):
+      "peptides": 4 layers, 96 wide, 4 heads, GatedGCN + Transformer, LapPE (DeepSet, 10
+                  eigenvectors of L = D - A, 16 dims, 2 layers), mean pooling;
+      "zinc":     10 layers, 64 wide, 4 heads, GINE + Transformer, RWSE (20 steps, 28 dims),
+                  sum pooling, the 3-layer "san_graph" head (64 -> 32 -> 16 -> 1).
+    BatchNorm is LayerNorm here (graphs/gps.py: the trainer keeps no running statistics)."""
+    m = ml_collections.ConfigDict()
+    m.encoder = "gps"  # graphs/gps.py
+    m.dropout = 0.0  # [gps] gt.dropout 0.0 (attention dropout 0.5: config.attention)
+    m.dtype = "auto"
+    m.atom_dims = ATOM_DIMS
+    m.bond_dims = BOND_DIMS
+    m.ensemble_passes = 0
+    m.ensemble_seed = 0
+    if layout == "peptides":
+        m.num_layers, m.dim, m.qkv_dim, m.num_heads = 4, 96, 96, 4  # [gps] gt.layers 4, dim 96
+        m.mlp_dim = 192  # GPS's FFN is 2 x dim (graphs/gps.py)
+        m.mpnn = "gatedgcn"  # [gps] gt.layer_type GatedGCN+Transformer
+        m.lap_k, m.lap_dim, m.lap_layers = 10, 16, 2  # [gps] posenc_LapPE: max_freqs 10, dim 16
+        m.rw_steps, m.rwse_dim = 20, 0
+        m.pooling = "mean"  # [gps] model.graph_pooling mean
+        m.head_hidden = ()  # [gps] gnn.layers_post_mp 1: one Linear
+    elif layout == "zinc":
+        m.num_layers, m.dim, m.qkv_dim, m.num_heads = 10, 64, 64, 4  # [gps] gt.layers 10, 64
+        m.mlp_dim = 128
+        m.mpnn = "gine"  # [gps] gt.layer_type GINE+Transformer
+        m.lap_k, m.lap_dim, m.lap_layers = 10, 0, 2  # no LapPE
+        m.rw_steps, m.rwse_dim = 20, 28  # [gps] posenc_RWSE: 20 steps, dim_pe 28
+        m.pooling = "sum"  # [gps] model.graph_pooling add
+        m.head_hidden = (32, 16)  # [gps] head san_graph, layers_post_mp 3
+    else:
+        raise ValueError(f"unknown GPS layout {layout!r}")
+    return m
+
+
+def gps_optim(c, *, lr: float, weight_decay: float, epochs: int, warmup_epochs: int,
+              steps_per_epoch: int) -> None:  # fmt: skip
+    """GraphGPS's optimiser [gps]: AdamW, cosine schedule with linear warm-up (epochs), gradient
+    clipping at norm 1.0 (`clip_grad_norm_value` default)."""
+    c.optimizer.lr = lr
+    c.optimizer.weight_decay = weight_decay
+    c.optimizer.b1, c.optimizer.b2 = 0.9, 0.999
+    c.optimizer.grad_clip_norm = 1.0
+    c.schedule.name = "warmup_cosine"
+    c.schedule.warmup_steps = warmup_epochs * steps_per_epoch
+    c.total_steps = epochs * steps_per_epoch
+    c.eval_every = steps_per_epoch

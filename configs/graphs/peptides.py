@@ -9,6 +9,8 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
+    model=graph_bridge|gps    SAMSA's Graph-Bridge (default) or GPS with LapPE (GraphGPS's
+                              recipe; GFSA Table 6 with attn=gfsa)
     kind=struct|func          Peptides-struct (11 regression targets, MAE; default) or
                               Peptides-func (10 labels, average precision)
     source=standin|official   generated peptides offline (default) or LRGB's files under
@@ -58,8 +60,12 @@ PRESETS = {
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     args = common.parse(
         arg,
-        extra={"kind": "struct", "source": "standin"},
-        choices={"kind": (KINDS, "Peptides"), "source": (graph_common.SOURCES, "data")},
+        extra={"kind": "struct", "source": "standin", "model": "graph_bridge"},
+        choices={
+            "kind": (KINDS, "Peptides"),
+            "source": (graph_common.SOURCES, "data"),
+            "model": (("graph_bridge", "gps"), None),
+        },
     )
     c = common.trainer_config()
     c.task = f"graphs.peptides_{args.kind}"  # graphs/tasks.py
@@ -99,10 +105,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         c.evals.ap = ml_collections.ConfigDict({"type": "multilabel_ap", "labels": "target"})
     else:
         c.best_metric, c.best_mode = "mae", "min"  # [lrgb] MAE over the 11 targets
+    if args.model == "gps":
+        _gps(c, args.kind)
     if args.attn:
         common.swap_attention(c, args.attn)
     common.scale(c, PRESETS)
-    if c.preset != "paper":
+    if c.preset != "paper" and args.model == "graph_bridge":
         c.model.drop_path = 0.0
         c.model.random_feature_dim = c.model.dim
         if "k" in c.attention:  # keep k's share of a peptide's ~460 tokens (~1/4 at k=128)
@@ -130,3 +138,18 @@ def _model(kind: str) -> ml_collections.ConfigDict:
     m.ensemble_passes = 0
     m.ensemble_seed = 0
     return m
+
+
+def _gps(c, kind: str) -> None:
+    """GraphGPS's Peptides recipe ([gps] `configs/GPS/peptides-{func,struct}-GPS.yaml`); GFSA
+    Table 6 plugs GFSA into its attention, GPS's settings unchanged (K unpublished)."""
+    c.model = graph_common.gps_model("peptides")
+    c.model.loss = "bce" if kind == "func" else "l1"  # [gps] BCE / L1
+    c.data.dense = False  # GPS reads the edge list and the per-node encodings only
+    c.attention = common.attention_config("softmax", dropout_rate=0.5)  # [gps] attn_dropout 0.5
+    c.batch_size = c.eval_batch_size = 128  # [gps] train.batch_size 128
+    # [gps] optim: AdamW lr 3e-4, no weight decay, 200 epochs, 10 warm-up epochs, cosine
+    graph_common.gps_optim(
+        c, lr=3e-4, weight_decay=0.0, epochs=200, warmup_epochs=10,
+        steps_per_epoch=math.ceil(TRAIN_GRAPHS / 128),
+    )  # fmt: skip

@@ -8,6 +8,8 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke   scaling of the recipe (default paper)
+    model=graphormer|gps     Graphormer-SLIM (default; GFSA Tables 4, 20) or GPS with RWSE
+                             (GraphGPS's ZINC recipe; GFSA Table 6 with attn=gfsa)
     source=standin|official  the offline ZINC-like molecules (default) or ZINC-12k's official
                              files under `--config.data.dir` (benchmarking-gnns / PyG
                              `{train,val,test}.pickle` + `.index`, read without torch)
@@ -29,6 +31,8 @@ v1.0 with GFSA), cited as [paper] and [zinc.sh] / [model.py] below.
 """
 
 from __future__ import annotations
+
+import math
 
 import ml_collections
 
@@ -65,8 +69,11 @@ PRESETS = {
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     args = common.parse(
         arg,
-        extra={"source": "standin"},
-        choices={"source": (graph_common.SOURCES, "data")},
+        extra={"source": "standin", "model": "graphormer"},
+        choices={
+            "source": (graph_common.SOURCES, "data"),
+            "model": (("graphormer", "gps"), None),
+        },
     )
     c = common.trainer_config()
     c.task = "graphs.zinc"  # graphs/tasks.py
@@ -88,13 +95,33 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # [paper] warmup 40k; [zinc.sh] warmup_updates 40k, tot_updates 400k (the paper's "10k
     # epochs" of 40 steps)
     graph_common.graphormer_optim(c, warmup=40_000, total=400_000)
+    if args.model == "gps":
+        _gps(c, args.source)
     if args.attn:
         common.swap_attention(c, args.attn)
-    if c.attention.name.startswith("gfsa"):
+    if c.attention.name.startswith("gfsa") and args.model == "graphormer":
         c.attention.order = 2  # [zinc.sh] --K 2
         c.attention.w0 = 0.0  # [model.py]: attn + w_K * high_order, no identity term
     common.scale(c, PRESETS)
     return c
+
+
+def _gps(c, source: str) -> None:
+    """GraphGPS's ZINC recipe ([gps] `configs/GPS/zinc-GPS+RWSE.yaml`); GFSA Table 6 plugs GFSA
+    into its attention with GPS's settings unchanged (K unpublished: GFSA's default)."""
+    c.model = graph_common.gps_model("zinc")
+    if source == "official":
+        c.model.atom_dims = graph_common.ZINC_ATOM_DIMS
+        c.model.bond_dims = graph_common.ZINC_BOND_DIMS
+    c.attention = common.attention_config("softmax", dropout_rate=0.5)  # [gps] attn_dropout
+    c.seed = 0
+    c.batch_size = c.eval_batch_size = 32  # [gps] train.batch_size 32
+    # [gps] optim: AdamW lr 1e-3, weight decay 1e-5, 2000 epochs, 50 warm-up epochs, cosine
+    graph_common.gps_optim(
+        c, lr=1e-3, weight_decay=1e-5, epochs=2000, warmup_epochs=50,
+        steps_per_epoch=math.ceil(10_000 / 32),
+    )  # fmt: skip
+    c.log_every = 100
 
 
 def _data(source: str) -> ml_collections.ConfigDict:

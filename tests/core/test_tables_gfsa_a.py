@@ -41,7 +41,7 @@ def test_every_table_is_there_and_table19_is_not():
 
 
 RUNNABLE = ("gfsa.table4", "gfsa.table5", "gfsa.table12", "gfsa.table13", "gfsa.table14")
-RUNNABLE += ("gfsa.table20",)
+RUNNABLE += ("gfsa.table6", "gfsa.table20")
 
 
 @pytest.mark.parametrize("key", [k for k in KEYS if k not in RUNNABLE])
@@ -166,6 +166,14 @@ def test_graph_tables():
     assert params.paper == 0.5 and params.exact == "core.paper_exact:model_params_m"
     assert params.exact_args == {"config": "configs/graphs/zinc.py:source=official,attn=gfsa"}
     t6 = paper_tables.load("gfsa.table6")
+    paper_tables.validate(t6)
+    runnable = {(c.row, c.column) for c in t6.cells if c.runnable}
+    gps_columns = ("Peptides-func AP", "Peptides-struct MAE", "ZINC MAE")
+    assert runnable == {(r, c) for r in ("GPS", "GPS + GFSA") for c in gps_columns}
+    assert t6.cell("GPS + GFSA", "ZINC MAE").config == (
+        "configs/graphs/zinc.py:model=gps,source=official,attn=gfsa"
+    )
+    assert all(c.runnable or re.fullmatch(NEEDS_PATTERNS[4], c.needs) for c in t6.cells)
     assert t6.cell("GPS", "Molhiv ROCAUC") is None  # "-" in the paper
     assert t6.cell("Graph-ViT", "ZINC MAE").paper_std == 0.0047
     assert t6.cell("Graph-ViT", "Peptides-func AP").quoted is None  # the † cell: their run

@@ -239,3 +239,77 @@ def test_large_graphs_use_scipy_search_with_the_same_distances():
              "edge_feat": np.zeros((edges.shape[1], 1), int)}  # fmt: skip
     packed = batching.PackedGraphs(batching.pack([graph]))
     np.testing.assert_array_equal(packed[0]["spd"], ours)
+
+
+def _with_node_fields(graphs, rng):
+    """Copies of `graphs` with per-node fields: a [n, 3] float `lap_vec`, a [n] int `tag`."""
+    return [
+        dict(
+            g,
+            lap_vec=rng.normal(size=(len(g["node_feat"]), 3)).astype(np.float32),
+            tag=np.arange(len(g["node_feat"])) * 10 + i,
+        )
+        for i, g in enumerate(graphs)
+    ]
+
+
+def test_node_fields_pack_serve_and_collate(tmp_path):
+    from core import cache
+
+    graphs, target = _dataset(count=12, sizes=(2, 15))
+    graphs = _with_node_fields(graphs, np.random.default_rng(3))
+    # `lap_vec` is a known NODE_FIELDS name (read without asking); `tag` is named explicitly.
+    auto = batching.pack(graphs, target=target)
+    assert "lap_vec" in auto and "tag" not in auto
+    arrays = batching.pack(graphs, node_fields=("lap_vec", "tag"), target=target)
+    assert arrays["lap_vec"].shape == (sum(len(g["node_feat"]) for g in graphs), 3)
+    cache.save_arrays(tmp_path / "d.npz", arrays)  # survives the .npz round trip
+    ds = batching.PackedGraphs(cache.load_arrays(tmp_path / "d.npz"))
+    assert ds.node_fields == ["lap_vec", "tag"] and ds.fields == ["target"]
+    for i, g in enumerate(graphs):
+        np.testing.assert_array_equal(ds[i]["lap_vec"], g["lap_vec"])
+        np.testing.assert_array_equal(ds[i]["tag"], g["tag"])
+        assert ds[i]["target"] == target[i]
+    # The same arrays given concatenated, as `positional.Encodings` holds them.
+    flat = batching.pack(graphs, node_fields={"lap_vec": arrays["lap_vec"]})
+    np.testing.assert_array_equal(batching.PackedGraphs(flat)[5]["lap_vec"], graphs[5]["lap_vec"])
+
+    collate = batching.GraphCollate(node_buckets=(8, 16), edge_buckets=(64, 256),
+                                    node_fields=("lap_vec", "tag"))  # fmt: skip
+    examples = [ds[i] for i in range(6)]
+    batch = collate(examples)
+    size_n = batch["nodes"].shape[1]
+    assert batch["lap_vec"].shape == (6, size_n, 3) and batch["lap_vec"].dtype == np.float32
+    assert batch["tag"].shape == (6, size_n) and batch["target"].shape == (6,)
+    for b, ex in enumerate(examples):
+        n = len(ex["node_feat"])
+        for b_row, node in itertools.product([b], range(size_n)):
+            want = ex["lap_vec"][node] if node < n else np.zeros(3, np.float32)
+            np.testing.assert_array_equal(batch["lap_vec"][b_row, node], want)
+            assert batch["tag"][b_row, node] == (ex["tag"][node] if node < n else 0)
+    # A collate not told about `tag` stacks it as a per-graph field: fails on ragged rows.
+    with pytest.raises(ValueError):
+        batching.GraphCollate(node_buckets=(8, 16), edge_buckets=(64, 256))(examples)
+
+
+def test_node_fields_reject_bad_input():
+    graphs, _ = _dataset(count=3, sizes=(3, 6))
+    graphs = _with_node_fields(graphs, np.random.default_rng(0))
+    short = [dict(g) for g in graphs]
+    short[2]["lap_vec"] = short[2]["lap_vec"][:-1]
+    with pytest.raises(ValueError, match=r"graph 2: node field 'lap_vec' has shape"):
+        batching.pack(short)
+    missing = [dict(g) for g in graphs]
+    del missing[1]["lap_vec"]
+    with pytest.raises(ValueError, match="graph 1 has no node field 'lap_vec'"):
+        batching.pack(missing)
+    wide = [dict(g) for g in graphs]
+    wide[0]["lap_vec"] = np.zeros((len(wide[0]["node_feat"]), 4), np.float32)
+    with pytest.raises(ValueError, match="disagree on node field 'lap_vec'"):
+        batching.pack(wide)
+    with pytest.raises(ValueError, match="node field 'rwse': 2 rows for"):
+        batching.pack(graphs, node_fields={"rwse": np.zeros((2, 5))})
+    arrays = batching.pack(graphs)
+    arrays["lap_vec"] = arrays["lap_vec"][:-1]
+    with pytest.raises(ValueError, match="node field lap_vec has"):
+        batching.PackedGraphs(arrays)

@@ -183,6 +183,8 @@ GRAPH_RECIPES = [
     "pcqm.py:model=egt,ssa=U20,ft=1,ensemble=50",
     "peptides.py:kind=func,k=256",
     "peptides.py:kind=struct,attn=softmax",
+    "peptides.py:model=gps,kind=func,attn=gfsa",
+    "zinc.py:model=gps,source=official",
 ]
 
 
@@ -203,3 +205,26 @@ def test_bad_recipe_arguments_are_named():
         config_lib.load("configs/graphs/pcqm.py:model=egt,ssa=U25")
     with pytest.raises(errors.ConfigError, match="unknown Peptides kind='fun'"):
         config_lib.load("configs/graphs/peptides.py:kind=fun")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arg", ["attn=softmax", "attn=gfsa"])
+def test_zinc_smoke_trains_gps(arg, tmp_path):
+    """GPS with RWSE, its GINE layers, sum pooling and 3-layer head, with softmax and GFSA
+    (GFSA Table 6's ZINC column) on the ZINC-like stand-in."""
+    config = _smoke(f"model=gps,{arg}", tmp_path)
+    assert config.model.head_hidden == (32, 16) and config.model.rwse_dim == 28
+    _check_summary(train.train_and_evaluate(config, tmp_path / "run"))
+
+
+@pytest.mark.slow
+def test_peptides_smoke_trains_gps_with_gfsa(tmp_path):
+    """GPS with LapPE and GFSA on generated peptides (GFSA Table 6's Peptides-func column)."""
+    config = config_lib.load(
+        "configs/graphs/peptides.py:preset=smoke,kind=func,model=gps,attn=gfsa"
+    )
+    config.data.dir = str(tmp_path / "data")
+    config.total_steps, config.eval_every = 4, 4
+    summary = train.train_and_evaluate(config, tmp_path / "run")
+    assert summary["attention"]["name"] == "gfsa"
+    assert 0.0 <= summary["metrics"]["test_best"]["ap"] <= 1.0
