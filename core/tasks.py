@@ -97,7 +97,7 @@ class Task(Protocol):
 
 
 _TASKS: dict[str, Callable[[], Task]] = {}
-_DOMAINS = ("lra", "vision", "graphs", "pointcloud")
+_DOMAINS = ("lra", "vision", "graphs", "language", "pointcloud")
 
 
 def register(name: str):

@@ -24,7 +24,7 @@ from core import backbones, errors, evaluators
 __all__ = ["check", "problems", "attention_length"]
 
 POOLS = ("cls", "mean", "sum")
-POSITIONS = ("sinusoidal", "learned", "none")
+POSITIONS = ("sinusoidal", "learned", "none", "alibi", "relative_2d")  # + language.decoder's
 ENCODERS = ("transformer", "samsa")  # the core backbones; domains register more (swin, ...)
 # config.model.dtype: a compute dtype (core.layers.COMPUTE_DTYPES; parameters stay float32), or
 # "auto": bfloat16 on GPU/TPU, float32 on CPU, resolved at run start (core.layers.resolve_dtype).

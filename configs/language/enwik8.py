@@ -1,0 +1,137 @@
+"""Enwik8 byte-level language modelling with SSA's 16-layer ALiBi decoder (SSA Tables 1, 4, 8);
+the `cpu` and `smoke` presets train on the offline byte-level stand-in.
+
+Run:
+    python -m scripts.train --config configs/language/enwik8.py:preset=cpu --workdir runs/lm
+    python -m scripts.train --config configs/language/enwik8.py:preset=cpu,ssa=S16-L4,ft=1 ...
+    python -m scripts.train --config configs/language/enwik8.py:ssa=S16-L2 \
+        --config.data.source=official --config.data.dir=/data/enwik8 --workdir runs/enwik8
+
+Config argument (comma-separated `key=value`):
+    preset=paper|cpu|smoke      scaling of the recipe (default paper)
+    source=standin|official     the Python-documentation bytes offline (default) or the
+                                `enwik8` file / `enwik8.zip` under `--config.data.dir`
+    ssa=S16-L2|S16-L4           SSA in all 16 layers (scaled presets: all layers), 2 or 4
+                                windows (50% / 25% of the sources)
+    sampling=local|unbiased     locally biased (sigma 0.10 N -> 0.225 N over depth) or unbiased
+                                (Table 8: the windowed scheme with a uniform shuffle)
+    ft=1                        +FT: the last 10% of the steps with dense attention
+    ensemble=S                  evaluate with a self-ensemble of S subsampled passes (Table 4:
+                                50); 0 = one dense pass ("renormalized")
+    attn=<mechanism>            any mechanism with causal support (`language.decoder`), e.g. gfsa
+
+Sources, cited below: [ssa] SSA App. B.1 and Sec. 4.1 (notes ssa.md §1.4, §2.2); [fairseq] the
+`transformer_lm_wiki103` architecture SSA's decoder is built on (notes ssa.md §2.1).
+"""
+
+from __future__ import annotations
+
+import ml_collections
+
+from configs import common
+from core import config as config_lib
+from language import corpora
+
+SSA_ROWS = ("S16-L2", "S16-L4")
+
+PRESETS = {
+    # About 10 minutes on 2 CPU cores on the Python-documentation bytes. Deviations: 4 layers
+    # of width 128 (4 heads, FFN 512) instead of 16 x 1024; windows of 256 bytes (stride 128 at
+    # evaluation, on the first 100,000 bytes of valid / test) instead of 4,096 / 1,024;
+    # 1,500 steps at batch 16, 10% warm-up, peak lr 2e-3; no dropout.
+    "cpu": {
+        "data": dict(length=256, eval_stride=128, eval_tokens=100_000),
+        "model": dict(layers=4, dim=128, heads=4, mlp_dim=512),
+        "run": dict(steps=1500, eval_every=250, lr_peak=2e-3),
+        "batch": (16, 32),
+    },
+    "smoke": {
+        **common.SMOKE,
+        "data": dict(length=32, eval_stride=16, eval_tokens=512),
+        "batch": (4, 4),
+        "log_every": 2,
+    },
+}
+
+
+def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
+    args = common.parse(
+        arg,
+        extra={"source": "standin", "ssa": "", "sampling": "local", "ft": 0, "ensemble": 0},
+        choices={
+            "source": (("standin", "official"), "data"),
+            "ssa": (("", *SSA_ROWS), "SSA"),
+            "sampling": (("local", "unbiased"), "SSA"),
+        },
+    )
+    if args.ft and not args.ssa:
+        raise config_lib.ConfigError("ft=1 is SSA's dense fine-tuning: give ssa=S16-L2|S16-L4")
+    c = common.trainer_config()
+    c.task = "language.lm"  # language/tasks.py
+    c.preset = args.preset
+    d = corpora.data_config()
+    d.dataset = "enwik8"
+    d.source = args.source
+    d.vocab_size = 256  # bytes
+    d.length = 4096  # [ssa] input length 4096
+    d.eval_stride = 1024  # [ssa] sliding evaluation, overlap 3072
+    d.eval_tokens = 0  # evaluate on the whole valid / test split
+    c.data = common.data_fields(d)
+    c.model = _model()
+    c.attention = common.attention_config("softmax", dropout_rate=0.1)  # [fairseq] 0.1
+    c.seed = 1  # fairseq's default seed
+    c.batch_size = 64  # [ssa] batch 64
+    c.eval_batch_size = 16
+    c.total_steps = 10_000  # [ssa] 10,000 steps
+    c.eval_every = 1_000
+    c.log_every = 100
+    c.best_metric, c.best_mode = "bpb", "min"  # [ssa] dev/test BPB
+    c.evals.lm = ml_collections.ConfigDict({"type": "language_model", "unit": "byte"})
+    c.optimizer.lr = 1e-3  # [ssa] Adam, max lr 1e-3
+    c.optimizer.b1, c.optimizer.b2 = 0.9, 0.98  # fairseq's LM default (not stated in [ssa])
+    c.optimizer.weight_decay = 0.0
+    c.schedule.name = "warmup_cosine"
+    c.schedule.warmup_steps = 4_000  # [ssa] 4,000 warm-up steps
+    # [ssa] "then linear decay" to min lr 5e-4: here cosine to the same floor (0.5 x peak)
+    c.schedule.end_factor = 0.5
+    if args.attn:
+        common.swap_attention(c, args.attn)
+    if args.ssa:
+        windows = int(args.ssa.split("-L")[1])
+        c.attention = common.attention_config(
+            "ssa",
+            keep=1.0 / windows,  # [ssa] L2 / L4: 1/w of the sources
+            sampling="local_1d" if args.sampling == "local" else "unbiased",
+            causal=True,
+            sigma_first=0.10,  # [ssa] enwik8 sigma 0.10 N in the first layer ...
+            sigma_last=0.225,  # ... rising linearly to 0.225 N in the last
+        )
+        if args.ft:
+            c.dense_finetune_fraction = 0.1  # [ssa] +FT: the last 10% dense
+    common.scale(c, PRESETS)
+    if c.preset != "paper":
+        c.model.dropout = c.model.activation_dropout = 0.0
+    if args.ensemble:
+        c.model.ensemble_passes = args.ensemble
+    return c
+
+
+def _model() -> ml_collections.ConfigDict:
+    m = ml_collections.ConfigDict()
+    m.num_layers = 16  # [ssa] 16 layers
+    m.dim = 1024  # [fairseq] decoder_embed_dim 1024
+    m.qkv_dim = 1024
+    m.num_heads = 8  # [fairseq] 8 heads
+    m.mlp_dim = 4096  # [fairseq] FFN 4096
+    m.dropout = 0.3  # [fairseq] dropout 0.3 (the wiki103 arch; [ssa] does not restate it)
+    m.activation_dropout = 0.1  # [fairseq] activation dropout 0.1
+    m.positions = "alibi"  # [ssa] ALiBi relative positions
+    m.gelu = "erf"  # [ssa] ReLU -> GELU (fairseq's gelu is the exact one)
+    m.final_norm = True  # [ssa] "extra final LayerNorm before softmax"
+    m.input = "embedding"  # [ssa] a simple byte embedding
+    m.output = "untied"  # fairseq's share_decoder_input_output_embed is off by default
+    m.scale_embedding = True  # fairseq's embed_scale sqrt(dim)
+    m.dtype = "auto"
+    m.ensemble_passes = 0
+    m.ensemble_seed = 0
+    return m

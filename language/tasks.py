@@ -1,0 +1,163 @@
+"""The causal language-modelling task registered with the trainer: `config.task = "language.lm"`.
+
+A decoder (`language.decoder.build_decoder`: any mechanism that supports a causal mask) is
+trained on windows of a token stream (`language.windows.TrainWindows`, a random offset per
+window) with the mean next-token negative log-likelihood, and evaluated by the
+`language_model` evaluator (`config.evals`) on sliding windows (`config.data.window_stride`:
+every token scored once, with the most left context the windows give) or, for images, one
+window per image. Data: `language.corpora` (`config.data.dataset`, `config.data.source`).
+
+Model-level self-ensemble (SSA Sec. 3.5, Tables 4, 10): `config.model.ensemble_passes = S > 0`
+makes evaluation average the predicted probabilities of S full forward passes with SSA's
+subsampling on (`subsample=True`) and dropout off, keys from `config.model.ensemble_seed`:
+nll = -log(mean_s p_s(target)). S = 0 evaluates one dense ("renormalized") pass.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from core import errors, layers, tasks
+from language import corpora, decoder, windows
+
+__all__ = ["LanguageModelling", "lm_loss"]
+
+IMAGE_START = 256  # the start symbol of an image sequence (language.windows.ImageWindows)
+
+
+def lm_loss(nll, mask, weight):
+    """Mean scored negative log-likelihood (nats) as `(loss, {"loss": (sum, count)})`."""
+    m = mask.astype(jnp.float32) * weight.astype(jnp.float32)[:, None]
+    total, count = (nll.astype(jnp.float32) * m).sum(), m.sum()
+    return total / jnp.maximum(count, 1.0), {"loss": (total, count)}
+
+
+def _input_vocab(config) -> int:
+    """Tokens the decoder embeds: the corpus's, plus the start symbol for images (whose
+    output layer then has that one class more, never a target)."""
+    v = int(config.data.vocab_size)
+    return v + 1 if config.data.dataset == "cifar10" else v
+
+
+@tasks.register("language.lm")
+class LanguageModelling:
+    """Next-token prediction on a corpus of `language.corpora`."""
+
+    metric_names = ("loss",)
+
+    def check_config(self, config) -> list[str]:
+        d, out = config.data, []
+        if int(d.length) < 1:
+            out.append(f"config.data.length={d.length} must be >= 1")
+        if not 0 < int(d.eval_stride) <= int(d.length):
+            out.append(
+                f"config.data.eval_stride={d.eval_stride}: between 1 and config.data.length "
+                f"({d.length})"
+            )
+        if config.best_mode != "min":
+            out.append(f"config.best_mode={config.best_mode!r}: {config.best_metric} is min")
+        return out
+
+    def _check(self, config) -> None:
+        problems = self.check_config(config)
+        if problems:
+            raise errors.ConfigError("; ".join(problems))
+
+    def attention_length(self, config) -> int | None:
+        return int(config.data.length)
+
+    def load_data(self, config) -> tasks.Data:
+        self._check(config)
+        d = config.data
+        corpus = corpora.load(d)
+        if corpus.vocab_size != int(d.vocab_size):
+            raise errors.ConfigError(
+                f"config.data.vocab_size={d.vocab_size}, but the {corpus.source} "
+                f"{d.dataset} corpus has {corpus.vocab_size} symbols: set "
+                f"--config.data.vocab_size={corpus.vocab_size}"
+            )
+        length, stride = int(d.length), int(d.eval_stride)
+        limit = int(d.get("eval_tokens", 0))  # 0 = the whole split
+
+        def evaluation(name):
+            split = corpus.splits[name]
+            if corpus.is_images:
+                return windows.ImageWindows(split[:limit] if limit else split)
+            stream = split[: limit + 1] if limit else split
+            return windows.SlidingWindows(stream, window=length, stride=stride, what=name)
+
+        transform = None
+        if corpus.is_images:
+            train = windows.ImageWindows(corpus.splits["train"])
+            if train[0]["tokens"].shape[0] != length:
+                raise errors.ConfigError(
+                    f"config.data.length={length}: {d.dataset} images are "
+                    f"{train[0]['tokens'].shape[0]} sub-pixels long"
+                )
+        else:
+            train = windows.TrainWindows(corpus.splits["train"], length)
+            transform = train.random_offset
+        description = dict(corpus.description)
+        description.update(unit=corpus.unit, window=length, eval_stride=stride)
+        if limit:
+            description["eval_tokens"] = limit
+        return tasks.Data(
+            train,
+            evaluation("val"),
+            evaluation("test"),
+            source=corpus.source,
+            description=description,
+            transform=transform,
+        )
+
+    def build_model(self, config, rngs):
+        self._check(config)
+        model = decoder.build_decoder(
+            config.model,
+            config.attention,
+            vocab_size=_input_vocab(config),
+            max_len=int(config.data.length),
+            rngs=rngs,
+        )
+        # static settings of evaluation (module docstring), read by `eval_outputs`
+        model.ensemble_passes = int(config.model.get("ensemble_passes", 0))
+        model.ensemble_seed = int(config.model.get("ensemble_seed", 0))
+        return model
+
+    def _nll(self, model, batch, *, train: bool, key):
+        return model.nll(batch["tokens"], batch["targets"], train=train, key=key)
+
+    def loss_and_metrics(self, model, batch, *, train: bool, key):
+        nll = self._nll(model, batch, train=train, key=key)
+        return lm_loss(nll, batch["mask"], batch["weight"])
+
+    def eval_outputs(self, model, batch):
+        """Per-token nll (nats) and the scored mask for the `language_model` evaluator; with
+        the model's `ensemble_passes`, the self-ensemble's."""
+        passes = int(getattr(model, "ensemble_passes", 0))
+        if not passes:
+            nll = self._nll(model, batch, train=False, key=None)
+        else:
+            keys = jax.random.split(jax.random.key(model.ensemble_seed), passes)
+            with layers.attention_inputs(subsample=True):
+                each = jax.lax.map(
+                    lambda k: self._nll(model, batch, train=False, key=k), keys
+                )  # [S, B, N]
+            nll = -(jax.nn.logsumexp(-each.astype(jnp.float32), axis=0) - math.log(passes))
+        return {"nll": nll, "mask": batch["mask"]}
+
+    def example_batch(self, config, batch_size: int, seed: int = 0) -> dict:
+        """Random tokens of `config.data.length`, every position scored, for timing."""
+        rng = np.random.default_rng(seed)
+        n, v = int(config.data.length), int(config.data.vocab_size)
+        tokens = rng.integers(0, v, (batch_size, n + 1)).astype(np.int32)
+        return {
+            "tokens": tokens[:, :-1],
+            "targets": tokens[:, 1:],
+            "mask": np.ones((batch_size, n), np.float32),
+            "weight": np.ones(batch_size, np.float32),
+        }
