@@ -8,9 +8,10 @@ every token scored once, with the most left context the windows give) or, for im
 window per image. Data: `language.corpora` (`config.data.dataset`, `config.data.source`).
 
 Model-level self-ensemble (SSA Sec. 3.5, Tables 4, 10): `config.model.ensemble_passes = S > 0`
-makes evaluation average the predicted probabilities of S full forward passes with SSA's
+makes evaluation also average the predicted probabilities of S full forward passes with SSA's
 subsampling on (`subsample=True`) and dropout off, keys from `config.model.ensemble_seed`:
-nll = -log(mean_s p_s(target)). S = 0 evaluates one dense ("renormalized") pass.
+nll = -log(mean_s p_s(target)), reported by a second evaluator as `<metric>_ensemble` beside
+the dense ("renormalized") pass's metrics, which still pick the best checkpoint.
 """
 
 from __future__ import annotations
@@ -136,19 +137,20 @@ class LanguageModelling:
         return lm_loss(nll, batch["mask"], batch["weight"])
 
     def eval_outputs(self, model, batch):
-        """Per-token nll (nats) and the scored mask for the `language_model` evaluator; with
-        the model's `ensemble_passes`, the self-ensemble's."""
+        """Per-token nll (nats) of the dense ("renormalized") pass and the scored mask, for the
+        `language_model` evaluator; with the model's `ensemble_passes`, also `nll_ensemble`,
+        the self-ensemble's (a second evaluator reads it: both from one run)."""
+        out = {"nll": self._nll(model, batch, train=False, key=None), "mask": batch["mask"]}
         passes = int(getattr(model, "ensemble_passes", 0))
-        if not passes:
-            nll = self._nll(model, batch, train=False, key=None)
-        else:
+        if passes:
             keys = jax.random.split(jax.random.key(model.ensemble_seed), passes)
             with layers.attention_inputs(subsample=True):
                 each = jax.lax.map(
                     lambda k: self._nll(model, batch, train=False, key=k), keys
                 )  # [S, B, N]
-            nll = -(jax.nn.logsumexp(-each.astype(jnp.float32), axis=0) - math.log(passes))
-        return {"nll": nll, "mask": batch["mask"]}
+            log_mean_p = jax.nn.logsumexp(-each.astype(jnp.float32), axis=0) - math.log(passes)
+            out["nll_ensemble"] = -log_mean_p
+        return out
 
     def example_batch(self, config, batch_size: int, seed: int = 0) -> dict:
         """Random tokens of `config.data.length`, every position scored, for timing."""

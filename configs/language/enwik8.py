@@ -16,8 +16,8 @@ Config argument (comma-separated `key=value`):
     sampling=local|unbiased     locally biased (sigma 0.10 N -> 0.225 N over depth) or unbiased
                                 (Table 8: the windowed scheme with a uniform shuffle)
     ft=1                        +FT: the last 10% of the steps with dense attention
-    ensemble=S                  evaluate with a self-ensemble of S subsampled passes (Table 4:
-                                50); 0 = one dense pass ("renormalized")
+    ensemble=S                  also evaluate a self-ensemble of S subsampled passes (Table 4:
+                                50): metrics `*_ensemble` beside the dense ("renormalized") ones
     attn=<mechanism>            any mechanism with causal support (`language.decoder`), e.g. gfsa
 
 Sources, cited below: [ssa] SSA App. B.1 and Sec. 4.1 (notes ssa.md §1.4, §2.2); [fairseq] the
@@ -113,6 +113,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         c.model.dropout = c.model.activation_dropout = 0.0
     if args.ensemble:
         c.model.ensemble_passes = args.ensemble
+        # the self-ensemble's metrics beside the dense pass's: loss_ensemble, bpb_ensemble
+        c.evals.lm_ensemble = ml_collections.ConfigDict(
+            {"type": "language_model", "unit": "byte", "nll": "nll_ensemble", "suffix": "_ensemble"}
+        )
     return c
 
 

@@ -63,6 +63,8 @@ def test_smoke_trains_on_the_byte_standin(arg, tmp_path, monkeypatch):
     m = summary["metrics"]["test_best"]
     assert np.isfinite(m["bpb"]) and m["bpb"] == pytest.approx(m["loss"] / np.log(2))
     assert summary["num_examples"]["test"] == m["num_examples"]
+    if "ensemble" in arg:  # both evaluations from one run
+        assert np.isfinite(m["bpb_ensemble"]) and m["bpb_ensemble"] != m["bpb"]
 
 
 @pytest.mark.slow
@@ -78,7 +80,10 @@ def test_self_ensemble_averages_probabilities_of_subsampled_passes():
     batch = task.example_batch(config, 2)
     model = task.build_model(config, nnx.Rngs(0))
     model.ensemble_passes, model.ensemble_seed = 3, 5
-    got = np.asarray(task.eval_outputs(model, batch)["nll"])
+    out = task.eval_outputs(model, batch)
+    got = np.asarray(out["nll_ensemble"])
+    dense = np.asarray(model.nll(batch["tokens"], batch["targets"]))
+    np.testing.assert_allclose(np.asarray(out["nll"]), dense, rtol=1e-6)  # renormalized
     keys = jax.random.split(jax.random.key(5), 3)
     with layers.attention_inputs(subsample=True):
         each = np.stack(
