@@ -17,7 +17,9 @@ import json
 import os
 import pathlib
 import shutil
+import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -110,3 +112,32 @@ def load_arrays(path: str | os.PathLike, keys: tuple[str, ...] = ()) -> dict[str
     if missing:
         raise DataError(f"{path}: missing arrays {missing}; delete it to rebuild")
     return out
+
+
+class Progress:
+    """Progress lines of a long build on stderr: `[label] done/total <unit>, rate/s, ETA`,
+    the first after `every` seconds, so short builds print nothing; `update(done,
+    final=True)` prints the total time when any line was printed."""
+
+    def __init__(self, total: int, label: str, *, unit: str = "items", every: float = 5.0,
+                 rate_format: str = ",.0f"):  # fmt: skip
+        self.total, self.label, self.unit = total, label, unit
+        self.every, self.rate_format = every, rate_format
+        self.start = self.last = time.perf_counter()
+
+    def update(self, done: int, *, final: bool = False) -> None:
+        now = time.perf_counter()
+        if now - self.last < self.every and not (final and self.last > self.start):
+            return
+        self.last = now
+        rate = done / max(now - self.start, 1e-9)
+        if final:
+            tail = f"done in {now - self.start:.0f} s"
+        else:
+            tail = f"ETA {(self.total - done) / rate:.0f} s" if rate > 0 else "ETA ?"
+        print(
+            f"[{self.label}] {done:,}/{self.total:,} {self.unit}, "
+            f"{rate:{self.rate_format}}/s, {tail}",
+            file=sys.stderr,
+            flush=True,
+        )

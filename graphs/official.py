@@ -197,34 +197,6 @@ def _workers(workers: int | None) -> int:
         return max(1, min(8, os.cpu_count() or 1))
 
 
-class _Progress:
-    """Progress lines on stderr (done / total, rate, ETA), the first after `_PROGRESS_EVERY`
-    seconds, so short builds print nothing."""
-
-    def __init__(self, total: int, label: str):
-        self.total, self.label = total, label
-        self.start = self.last = time.perf_counter()
-
-    def update(self, done: int, *, final: bool = False) -> None:
-        now = time.perf_counter()
-        if now - self.last < _PROGRESS_EVERY and not (final and self.last > self.start):
-            return
-        self.last = now
-        rate = done / max(now - self.start, 1e-9)
-        tail = (
-            f"done in {now - self.start:.0f} s"
-            if final
-            else f"ETA {(self.total - done) / rate:.0f} s"
-            if rate > 0
-            else ""
-        )
-        print(
-            f"[{self.label}] {done:,}/{self.total:,} molecules, {rate:,.0f}/s, {tail}",
-            file=sys.stderr,
-            flush=True,
-        )
-
-
 def _pack_smiles_chunk(task: tuple) -> tuple[dict | None, list[tuple[int, str]]]:
     """Pool task: the packed arrays (with `target` and `index`) of one chunk of SMILES, and the
     (index, reason) of those RDKit rejects."""
@@ -303,7 +275,7 @@ def _featurize(
         (list(smiles[lo : lo + chunk]), index[lo : lo + chunk], target[lo : lo + chunk], spd)
         for lo in range(0, n, chunk)
     ]
-    progress = _Progress(n, label)
+    progress = cache.Progress(n, label, unit="molecules", every=_PROGRESS_EVERY)
     parts, skipped, done = [], [], 0
 
     def collect(task, result) -> None:

@@ -102,7 +102,6 @@ import math
 import multiprocessing
 import os
 import pathlib
-import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -323,34 +322,13 @@ def split_sizes(num: int) -> tuple[int, int, int]:
     return num - val - test, val, test
 
 
-class _Progress:
-    """Progress lines on stderr (peptides done / total, rate, ETA), every `_PROGRESS_EVERY`
-    seconds, so short builds print nothing."""
-
-    def __init__(self, total: int, label: str):
-        self.total, self.label = total, label
-        self.start = self.last = time.perf_counter()
-
-    def update(self, done: int, *, final: bool = False) -> None:
-        now = time.perf_counter()
-        if now - self.last < _PROGRESS_EVERY and not (final and self.last > self.start):
-            return
-        self.last = now
-        rate = done / max(now - self.start, 1e-9)
-        eta = (self.total - done) / rate if rate > 0 else float("inf")
-        print(
-            f"[{self.label}] {done:,}/{self.total:,} peptides, {rate:.2f}/s, "
-            + (f"done in {now - self.start:.0f} s" if final else f"ETA {eta:.0f} s"),
-            file=sys.stderr,
-            flush=True,
-        )
-
-
 def _all_conformers(
     sequences: Sequence[str], seed: int, workers: int, label: str
 ) -> tuple[list[np.ndarray | None], list[float]]:
     jobs = [(s, _embed_seed(seed, i), MAX_ATTEMPTS) for i, s in enumerate(sequences)]
-    progress = _Progress(len(jobs), label)
+    progress = cache.Progress(
+        len(jobs), label, unit="peptides", every=_PROGRESS_EVERY, rate_format=".2f"
+    )
     results: list = []
     if workers > 1 and len(jobs) > 1:
         ctx = multiprocessing.get_context("spawn")

@@ -61,8 +61,6 @@ import json
 import multiprocessing
 import os
 import pathlib
-import sys
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -194,29 +192,6 @@ def _featurize_chunk(smiles: Sequence[str]) -> list[dict | str]:
     return out
 
 
-class _Progress:
-    """Progress lines on stderr (done / total, rate, ETA), the first after `_PROGRESS_EVERY`
-    seconds, so short builds print nothing."""
-
-    def __init__(self, total: int, label: str):
-        self.total, self.label = total, label
-        self.start = self.last = time.perf_counter()
-
-    def update(self, done: int, *, final: bool = False) -> None:
-        now = time.perf_counter()
-        if now - self.last < _PROGRESS_EVERY and not (final and self.last > self.start):
-            return
-        self.last = now
-        rate = done / max(now - self.start, 1e-9)
-        eta = (self.total - done) / rate if rate > 0 else float("inf")
-        print(
-            f"[{self.label}] {done:,}/{self.total:,} molecules, {rate:,.0f}/s, "
-            + (f"done in {now - self.start:.0f} s" if final else f"ETA {eta:.0f} s"),
-            file=sys.stderr,
-            flush=True,
-        )
-
-
 def featurize_all(
     smiles: Sequence[str],
     *,
@@ -234,7 +209,8 @@ def featurize_all(
     needed = len(smiles) if needed is None else needed
     chunks = [range(lo, min(lo + chunk, len(smiles))) for lo in range(0, len(smiles), chunk)]
     kept, graphs, skipped = [], [], []
-    progress = _Progress(min(needed, len(smiles)), label)
+    total = min(needed, len(smiles))
+    progress = cache.Progress(total, label, unit="molecules", every=_PROGRESS_EVERY)
 
     def collect(positions: range, results: list) -> bool:
         for pos, result in zip(positions, results, strict=True):
