@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import math
 import types
 
 import jax
@@ -34,6 +35,9 @@ __all__ = [
     "resolve_dtype",
     "compute_dtype",
     "attention_call_inputs",
+    "torch_uniform",
+    "torch_linear",
+    "torch_layer_norm",
     "dropout",
     "drop_path",
     "drop_path_rates",
@@ -92,6 +96,28 @@ def attention_inputs(**inputs):
         yield
     finally:
         _CALL_INPUTS.reset(token)
+
+
+def torch_uniform(fan_in: int):
+    """PyTorch's `nn.Linear` default init for weights and biases, U(-1/sqrt(fan_in),
+    1/sqrt(fan_in)): for models restated from PyTorch code (EGT, GPS)."""
+    bound = 1.0 / math.sqrt(fan_in)
+
+    def init(key, shape, dtype=jnp.float32):
+        return jax.random.uniform(key, shape, dtype, -bound, bound)
+
+    return init
+
+
+def torch_linear(din: int, dout: int, dtype, rngs) -> nnx.Linear:
+    """`nnx.Linear` initialised as PyTorch's `nn.Linear(din, dout)`."""
+    init = torch_uniform(din)
+    return nnx.Linear(din, dout, kernel_init=init, bias_init=init, dtype=dtype, rngs=rngs)
+
+
+def torch_layer_norm(width: int, dtype, rngs) -> nnx.LayerNorm:
+    """`nnx.LayerNorm` with PyTorch's epsilon, 1e-5 (flax's default is 1e-6)."""
+    return nnx.LayerNorm(width, epsilon=1e-5, dtype=dtype, rngs=rngs)
 
 
 def attention_call_inputs() -> dict:

@@ -78,7 +78,6 @@ Choices where sources are silent or disagree:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import jax
@@ -108,26 +107,6 @@ BATCH_FIELDS = ("nodes", "node_mask", "edges", "edge_index", "edge_mask", "spd")
 VARIANTS = ("simple", "full")
 ATTENTION_IMPLS = ("egt", "mechanism")
 _NATIVE = ("softmax", "ssa")  # mechanisms the "egt" attention reproduces
-
-
-def _torch_uniform(fan_in: int):
-    """PyTorch's `nn.Linear` default for weights and biases: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
-    bound = 1.0 / math.sqrt(fan_in)
-
-    def init(key, shape, dtype=jnp.float32):
-        return jax.random.uniform(key, shape, dtype, -bound, bound)
-
-    return init
-
-
-def _linear(din: int, dout: int, dtype, rngs) -> nnx.Linear:
-    init = _torch_uniform(din)
-    return nnx.Linear(din, dout, kernel_init=init, bias_init=init, dtype=dtype, rngs=rngs)
-
-
-def _layer_norm(width: int, dtype, rngs) -> nnx.LayerNorm:
-    # PyTorch's nn.LayerNorm epsilon (flax's default is 1e-6).
-    return nnx.LayerNorm(width, epsilon=1e-5, dtype=dtype, rngs=rngs)
 
 
 def _normal(rngs, shape) -> nnx.Param:
@@ -254,13 +233,13 @@ class EGTLayer(nnx.Module):
         self.clip = None if clip_logits is None else tuple(float(c) for c in clip_logits)
         self.scale_degree, self.num_virtual_nodes = scale_degree, num_virtual_nodes
         self.dropout, self.edge_dropout = dropout, edge_dropout
-        self.ln_h = _layer_norm(dim, dtype, rngs)
-        self.ln_e = _layer_norm(edge_dim, dtype, rngs)
-        self.lin_e = _linear(edge_dim, num_heads, dtype, rngs)
+        self.ln_h = layers.torch_layer_norm(dim, dtype, rngs)
+        self.ln_e = layers.torch_layer_norm(edge_dim, dtype, rngs)
+        self.lin_e = layers.torch_linear(edge_dim, num_heads, dtype, rngs)
         if native:
-            self.lin_qkv = _linear(dim, 3 * dim, dtype, rngs)
-            self.lin_g = _linear(edge_dim, num_heads, dtype, rngs)
-            self.lin_o = _linear(dim, dim, dtype, rngs)
+            self.lin_qkv = layers.torch_linear(dim, 3 * dim, dtype, rngs)
+            self.lin_g = layers.torch_linear(edge_dim, num_heads, dtype, rngs)
+            self.lin_o = layers.torch_linear(dim, dim, dtype, rngs)
         else:
             self.attn = layers.Attention(
                 dim,
@@ -273,19 +252,19 @@ class EGTLayer(nnx.Module):
                 dtype=dtype,
                 qkv_bias=True,
                 out_bias=True,
-                kernel_init=_torch_uniform(dim),
+                kernel_init=layers.torch_uniform(dim),
                 rngs=rngs,
             )
         inner = round(dim * ffn_multiplier)
-        self.ffn_ln = _layer_norm(dim, dtype, rngs)
-        self.ffn_1 = _linear(dim, inner, dtype, rngs)
-        self.ffn_2 = _linear(inner, dim, dtype, rngs)
+        self.ffn_ln = layers.torch_layer_norm(dim, dtype, rngs)
+        self.ffn_1 = layers.torch_linear(dim, inner, dtype, rngs)
+        self.ffn_2 = layers.torch_linear(inner, dim, dtype, rngs)
         if update_edges:
             inner_e = round(edge_dim * edge_ffn_multiplier)
-            self.lin_o_e = _linear(num_heads, edge_dim, dtype, rngs)
-            self.ffn_ln_e = _layer_norm(edge_dim, dtype, rngs)
-            self.ffn_e1 = _linear(edge_dim, inner_e, dtype, rngs)
-            self.ffn_e2 = _linear(inner_e, edge_dim, dtype, rngs)
+            self.lin_o_e = layers.torch_linear(num_heads, edge_dim, dtype, rngs)
+            self.ffn_ln_e = layers.torch_layer_norm(edge_dim, dtype, rngs)
+            self.ffn_e1 = layers.torch_linear(edge_dim, inner_e, dtype, rngs)
+            self.ffn_e2 = layers.torch_linear(inner_e, edge_dim, dtype, rngs)
 
     def _mode(self, train: bool):
         """The attention mode, "dense", "sample", "ensemble" or "cond" (a traced `subsample`),
@@ -500,10 +479,13 @@ class EGT(nnx.Module):
             ),
             num_layers,
         )
-        self.final_ln = _layer_norm(dim, dtype, rngs)
+        self.final_ln = layers.torch_layer_norm(dim, dtype, rngs)
         widths = [dim * max(num_virtual_nodes, 1)] + [round(dim * r) for r in ratios]
         self.mlp = nnx.List(
-            [_linear(a, b, dtype, rngs) for a, b in zip(widths[:-1], widths[1:], strict=True)]
+            [
+                layers.torch_linear(a, b, dtype, rngs)
+                for a, b in zip(widths[:-1], widths[1:], strict=True)
+            ]
         )
         self.dtype = jnp.dtype(dtype)
 

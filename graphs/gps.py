@@ -201,25 +201,6 @@ def with_encodings(packed: batching.PackedGraphs, *, model_cfg) -> batching.Pack
 # --------------------------------------------------------------------------- building blocks
 
 
-def _torch_uniform(fan_in: int):
-    """PyTorch's `nn.Linear` default for weights and biases: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
-    bound = 1.0 / math.sqrt(fan_in)
-
-    def init(key, shape, dtype=jnp.float32):
-        return jax.random.uniform(key, shape, dtype, -bound, bound)
-
-    return init
-
-
-def _linear(din: int, dout: int, dtype, rngs) -> nnx.Linear:
-    init = _torch_uniform(din)
-    return nnx.Linear(din, dout, kernel_init=init, bias_init=init, dtype=dtype, rngs=rngs)
-
-
-def _norm(width: int, dtype, rngs) -> nnx.LayerNorm:
-    return nnx.LayerNorm(width, epsilon=1e-5, dtype=dtype, rngs=rngs)
-
-
 def _feature_table(rngs, dims: Sequence[int], width: int) -> tuple[nnx.Param, tuple[int, ...]]:
     """One embedding table for features of sizes `dims` (compact offsets), each feature's
     block xavier-uniform as OGB's per-feature `nn.Embedding(dim, width)`."""
@@ -255,9 +236,11 @@ class GatedGCN(nnx.Module):
     edge_mask [B, E]) -> (h, e)`."""
 
     def __init__(self, dim: int, dropout: float, *, dtype=jnp.float32, rngs: nnx.Rngs):
-        self.A, self.B, self.C, self.D, self.E = (_linear(dim, dim, dtype, rngs) for _ in range(5))
-        self.norm_h = _norm(dim, dtype, rngs)
-        self.norm_e = _norm(dim, dtype, rngs)
+        self.A, self.B, self.C, self.D, self.E = (
+            layers.torch_linear(dim, dim, dtype, rngs) for _ in range(5)
+        )
+        self.norm_h = layers.torch_layer_norm(dim, dtype, rngs)
+        self.norm_e = layers.torch_layer_norm(dim, dtype, rngs)
         self.dropout = dropout
 
     def __call__(self, h, e, edge_index, edge_mask, *, train: bool = False, key=None):
@@ -279,8 +262,8 @@ class GINE(nnx.Module):
     `MLP(h_i + sum_{j -> i} ReLU(h_j + e_ji))`, MLP = Linear -> ReLU -> Linear."""
 
     def __init__(self, dim: int, *, dtype=jnp.float32, rngs: nnx.Rngs):
-        self.fc1 = _linear(dim, dim, dtype, rngs)
-        self.fc2 = _linear(dim, dim, dtype, rngs)
+        self.fc1 = layers.torch_linear(dim, dim, dtype, rngs)
+        self.fc2 = layers.torch_linear(dim, dim, dtype, rngs)
 
     def __call__(self, h, e, edge_index, edge_mask):
         src, dst = edge_index[..., 0], edge_index[..., 1]
@@ -297,11 +280,14 @@ class LapPEEncoder(nnx.Module):
         if num_layers < 1:
             raise errors.ConfigError(f"config.model.lap_layers={num_layers}: must be >= 1")
         if num_layers == 1:
-            self.linears = nnx.List([_linear(2, dim_pe, dtype, rngs)])
+            self.linears = nnx.List([layers.torch_linear(2, dim_pe, dtype, rngs)])
         else:
             widths = [2] + [2 * dim_pe] * (num_layers - 1) + [dim_pe]
             self.linears = nnx.List(
-                [_linear(a, b, dtype, rngs) for a, b in zip(widths[:-1], widths[1:], strict=True)]
+                [
+                    layers.torch_linear(a, b, dtype, rngs)
+                    for a, b in zip(widths[:-1], widths[1:], strict=True)
+                ]
             )
 
     def __call__(self, lap_vec, lap_val, node_mask, *, train: bool = False, key=None):
@@ -356,11 +342,11 @@ class GPSLayer(nnx.Module):
             out_bias=True,
             rngs=rngs,
         )
-        self.norm_local = _norm(dim, dtype, rngs)
-        self.norm_attn = _norm(dim, dtype, rngs)
-        self.ff1 = _linear(dim, 2 * dim, dtype, rngs)
-        self.ff2 = _linear(2 * dim, dim, dtype, rngs)
-        self.norm_ff = _norm(dim, dtype, rngs)
+        self.norm_local = layers.torch_layer_norm(dim, dtype, rngs)
+        self.norm_attn = layers.torch_layer_norm(dim, dtype, rngs)
+        self.ff1 = layers.torch_linear(dim, 2 * dim, dtype, rngs)
+        self.ff2 = layers.torch_linear(2 * dim, dim, dtype, rngs)
+        self.norm_ff = layers.torch_layer_norm(dim, dtype, rngs)
         self.dropout = dropout
 
     def __call__(self, h, e, edge_index, edge_mask, node_mask, *, train=False, key=None):
@@ -433,7 +419,7 @@ class GPS(nnx.Module):
         self.bond_table, self.bond_offsets = _feature_table(rngs, bond_dims, dim)
         self.lap_k, self.rw_steps = int(lap_k), int(rw_steps)
         self.lap = LapPEEncoder(lap_dim, lap_layers, dtype=dtype, rngs=rngs) if lap_dim else None
-        self.rwse = _linear(rw_steps, rwse_dim, dtype, rngs) if rwse_dim else None
+        self.rwse = layers.torch_linear(rw_steps, rwse_dim, dtype, rngs) if rwse_dim else None
         self.blocks = layers.block_stack(
             lambda i: GPSLayer(
                 dim,
