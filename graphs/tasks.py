@@ -21,9 +21,10 @@ Data (`config.data.source`; every summary carries it):
              generated peptides (`graphs.peptides_like`).
 
 Model-level self-ensemble (SSA Sec. 3.5, Table 5): `config.model.ensemble_passes = S > 0` makes
-evaluation average the predictions of S full forward passes with subsampling on (SSA's
-`subsample=True`) and dropout off, with keys from `config.model.ensemble_seed`; 0 evaluates one
-deterministic pass (SSA's "renormalized" dense attention).
+evaluation also average the predictions of S full forward passes with subsampling on (SSA's
+`subsample=True`) and dropout off, with keys from `config.model.ensemble_seed`: the regression
+tasks report its metrics as `<name>_ensemble` (`mae_ensemble`) beside the one deterministic dense
+pass's (SSA's "renormalized" attention), which still pick the best checkpoint.
 """
 
 from __future__ import annotations
@@ -271,9 +272,17 @@ class GraphTask:
         )
 
     def loss_and_metrics(self, model, batch, *, train: bool, key):
-        prediction = model(batch, train=train, key=key)
+        """The loss and MAE of the model's prediction; at evaluation with a self-ensemble the
+        dense ("renormalized") pass's, plus the ensemble's as `<name>_ensemble`."""
         loss = smooth_l1_loss if model.loss == "smooth_l1" else l1_loss
-        return loss(prediction, batch["target"], batch["weight"])
+        if train or not model.ensemble_passes:
+            prediction = model(batch, train=train, key=key)
+            return loss(prediction, batch["target"], batch["weight"])
+        dense = model.forward(batch, train=False, key=None)
+        value, metrics = loss(dense, batch["target"], batch["weight"])
+        _, ensemble = loss(model(batch), batch["target"], batch["weight"])
+        metrics.update({f"{k}_ensemble": v for k, v in ensemble.items()})
+        return value, metrics
 
     def example_batch(self, config, batch_size: int, seed: int = 0) -> dict:
         """Random connected graphs (paths) of `config.data.max_nodes` slots with as many node /

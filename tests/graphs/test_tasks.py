@@ -156,6 +156,8 @@ def test_pcqm_smoke_trains_egt(arg, tmp_path):
     if "ssa" in arg:
         assert summary["attention"]["keep"] == 0.5 and config.dense_finetune_fraction == 0.1
         assert config.model.ensemble_passes == 3
+        m = summary["metrics"]["test_best"]  # dense and self-ensemble from one run
+        assert np.isfinite(m["mae_ensemble"]) and m["mae_ensemble"] != m["mae"]
 
 
 @pytest.mark.slow
