@@ -76,6 +76,10 @@ Model section fields (`config.model`; defaults in parentheses):
   tie_adaptive_weights (True)           adaptive softmax shares the input's embeddings
   tie_adaptive_proj (True)              ... and its projections (both on in wiki103)
   dtype ("float32")                     compute dtype (`core.layers.resolve_dtype`)
+  attention_layers (())                 blocks (0-based) that use `config.attention`; the
+                                        others use dense softmax with the same causal mask
+                                        and position bias (SSA's S12: SSA in the last 12 of
+                                        16 layers, App. B.1); () = every block
 
 Parameter counts of SSA's and GFSA's models are tested in tests/language/test_decoder.py and
 tests/language/test_gpt2.py.
@@ -154,6 +158,7 @@ DEFAULTS = dict(
     tie_adaptive_weights=True,
     tie_adaptive_proj=True,
     dtype="float32",
+    attention_layers=(),
 )
 _REQUIRED = ("num_layers", "dim", "num_heads", "mlp_dim")
 
@@ -197,6 +202,13 @@ def _settings(model_cfg) -> dict:
             )
         s["grid"] = tuple(int(g) for g in grid)
     s["adaptive_cutoffs"] = tuple(int(c) for c in s["adaptive_cutoffs"])
+    picked = tuple(sorted({int(i) for i in s["attention_layers"]}))
+    if picked and not set(picked) <= set(range(int(s["num_layers"]))):
+        raise errors.ConfigError(
+            f"config.model.attention_layers={tuple(s['attention_layers'])}: blocks are "
+            f"numbered 0..{int(s['num_layers']) - 1}"
+        )
+    s["attention_layers"] = picked
     s["dtype"] = layers.resolve_dtype(s["dtype"])
     return s
 
@@ -365,7 +377,19 @@ class DecoderStack(nnx.Module):
 
     def __init__(self, settings: dict, attention_cfg, *, max_len: int, rngs: nnx.Rngs):
         s = settings
-        mech, self.how = causal_mechanism(attention_cfg, positions=s["positions"])
+        mech, how = causal_mechanism(attention_cfg, positions=s["positions"])
+        self.how = how
+        # per block: the configured mechanism on `attention_layers` (all when empty), dense
+        # softmax (the configured attention dropout) on the others
+        picked = set(s["attention_layers"]) or set(range(s["num_layers"]))
+        plain = plain_how = None
+        if len(picked) < s["num_layers"]:
+            rate = float(dict(attention_cfg).get("dropout_rate", 0.0))
+            plain, plain_how = causal_mechanism(
+                {"name": "softmax", "dropout_rate": rate},
+                positions=s["positions"],
+            )
+        self.hows = tuple(how if i in picked else plain_how for i in range(s["num_layers"]))
         self.positions, self.max_len, self.num_heads = s["positions"], max_len, s["num_heads"]
         self.grid = s["grid"]
         self.dtype = jnp.dtype(s["dtype"])
@@ -390,7 +414,7 @@ class DecoderStack(nnx.Module):
                 s["qkv_dim"],
                 s["mlp_dim"],
                 s["dropout"],
-                mech,
+                mech if i in picked else plain,
                 max_len=max_len,
                 dtype=self.dtype,
                 layer_index=i,
@@ -430,13 +454,12 @@ class DecoderStack(nnx.Module):
             bias = jnp.asarray(alibi_bias(self.num_heads, n))
         elif self.positions == "relative_2d":
             rel_index = jnp.asarray(relative_2d_index(self.grid, n))
-        if self.how == "mask":
+        masks = {"flag": mask}  # the mechanism's own causal mode; key padding passes through
+        if "mask" in self.hows:
             causal = jnp.asarray(np.tril(np.ones((n, n), bool)))[None, None]
-            att_mask = causal if mask is None else causal & jnp.asarray(mask)[:, None, None, :]
-        else:  # the mechanism's own causal mode; key padding passes through
-            att_mask = mask
-        for block, k in zip(self.blocks, keys[1:], strict=True):
-            x = block(x, mask=att_mask, bias=bias, rel_index=rel_index, train=train, key=k)
+            masks["mask"] = causal if mask is None else causal & jnp.asarray(mask)[:, None, None, :]
+        for block, how, k in zip(self.blocks, self.hows, keys[1:], strict=True):
+            x = block(x, mask=masks[how], bias=bias, rel_index=rel_index, train=train, key=k)
         return x if self.norm is None else self.norm(x)
 
 
@@ -454,7 +477,7 @@ def decoder_flops(stack: DecoderStack, tally, *, n: int, masked: bool) -> None:
         if stack.positions in ("alibi", "relative_2d"):
             tally.add("attention", elementwise=stack.num_heads * n * n)
         backbones.encoder_block_flops(
-            block, tally, n=n, layer_index=i, masked=masked or stack.how == "mask"
+            block, tally, n=n, layer_index=i, masked=masked or stack.hows[i] == "mask"
         )
     if stack.norm is not None:
         backbones.norm_flops(stack.norm, tally, n=n, ops=cost.LAYERNORM)

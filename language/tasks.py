@@ -7,6 +7,12 @@ window) with the mean next-token negative log-likelihood, and evaluated by the
 every token scored once, with the most left context the windows give) or, for images, one
 window per image. Data: `language.corpora` (`config.data.dataset`, `config.data.source`).
 
+GPT-2 checkpoints: with `config.model.checkpoint` (a Hugging Face GPT-2 folder, `config.json` +
+`model.safetensors`) `build_model` loads it with `language.gpt2.load_hf_gpt2` and the
+config's attention section (softmax, or e.g. GFSA, whose w_K starts at 0 so the loaded model
+is unchanged); the checkpoint's sizes replace the model section's. A missing folder, or a
+checkpoint whose vocabulary or positions do not fit `config.data`, is a ConfigError.
+
 Model-level self-ensemble (SSA Sec. 3.5, Tables 4, 10): `config.model.ensemble_passes = S > 0`
 makes evaluation also average the predicted probabilities of S full forward passes with SSA's
 subsampling on (`subsample=True`) and dropout off, keys from `config.model.ensemble_seed`:
@@ -17,13 +23,14 @@ the dense ("renormalized") pass's metrics, which still pick the best checkpoint.
 from __future__ import annotations
 
 import math
+import os
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from core import errors, layers, tasks
-from language import corpora, decoder, windows
+from language import corpora, decoder, gpt2, windows
 
 __all__ = ["LanguageModelling", "lm_loss"]
 
@@ -42,6 +49,36 @@ def _input_vocab(config) -> int:
     output layer then has that one class more, never a target)."""
     v = int(config.data.vocab_size)
     return v + 1 if config.data.dataset == "cifar10" else v
+
+
+def _load_checkpoint(config, checkpoint: str) -> decoder.Decoder:
+    """The Hugging Face GPT-2 checkpoint in folder `checkpoint` with the config's attention;
+    ConfigError for a missing folder or one whose model does not fit `config.data`."""
+    if not os.path.isdir(os.path.expanduser(checkpoint)):
+        raise errors.ConfigError(
+            f"config.model.checkpoint={checkpoint!r}: no such folder; give a Hugging Face "
+            "GPT-2 folder holding config.json and model.safetensors (e.g. the `gpt2` "
+            "checkpoint), or '' to train from scratch"
+        )
+    model, loaded = gpt2.load_hf_gpt2(
+        os.path.expanduser(checkpoint),
+        attention_cfg=config.attention,
+        dtype=str(config.model.get("dtype", "float32")),
+    )
+    vocab, length = _input_vocab(config), int(config.data.length)
+    if int(loaded.vocab_size) != vocab:
+        raise errors.ConfigError(
+            f"config.data.vocab_size={config.data.vocab_size}, but the checkpoint "
+            f"{checkpoint}/config.json has vocab_size {loaded.vocab_size}: set "
+            f"--config.data.vocab_size={loaded.vocab_size} (and config.data.bpe_dir to its "
+            "tokenizer)"
+        )
+    if length > int(loaded.max_len):
+        raise errors.ConfigError(
+            f"config.data.length={length} exceeds the {loaded.max_len} positions of the "
+            f"checkpoint {checkpoint}/config.json (n_positions)"
+        )
+    return model
 
 
 @tasks.register("language.lm")
@@ -117,13 +154,17 @@ class LanguageModelling:
 
     def build_model(self, config, rngs):
         self._check(config)
-        model = decoder.build_decoder(
-            config.model,
-            config.attention,
-            vocab_size=_input_vocab(config),
-            max_len=int(config.data.length),
-            rngs=rngs,
-        )
+        checkpoint = str(config.model.get("checkpoint", "") or "")
+        if checkpoint:
+            model = _load_checkpoint(config, checkpoint)
+        else:
+            model = decoder.build_decoder(
+                config.model,
+                config.attention,
+                vocab_size=_input_vocab(config),
+                max_len=int(config.data.length),
+                rngs=rngs,
+            )
         # static settings of evaluation (module docstring), read by `eval_outputs`
         model.ensemble_passes = int(config.model.get("ensemble_passes", 0))
         model.ensemble_seed = int(config.model.get("ensemble_seed", 0))

@@ -11,13 +11,15 @@ Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke      scaling of the recipe (default paper)
     source=standin|official     the Python-documentation bytes offline (default) or the
                                 `enwik8` file / `enwik8.zip` under `--config.data.dir`
-    ssa=S16-L2|S16-L4           SSA in all 16 layers (scaled presets: all layers), 2 or 4
-                                windows (50% / 25% of the sources)
+    ssa=S16-L2|S16-L4|S12-L4    SSA in all 16 layers or the last 12 (scaled presets: the
+                                same share), 2 or 4 windows (50% / 25% of the sources)
     sampling=local|unbiased     locally biased (sigma 0.10 N -> 0.225 N over depth) or unbiased
                                 (Table 8: the windowed scheme with a uniform shuffle)
     ft=1                        +FT: the last 10% of the steps with dense attention
     ensemble=S                  also evaluate a self-ensemble of S subsampled passes (Table 4:
-                                50): metrics `*_ensemble` beside the dense ("renormalized") ones
+                                50): metrics `*_ensemble` beside the dense ("renormalized") ones;
+                                without ssa= (Table 4's S0): a densely trained model whose
+                                ensemble passes sample as S16-L4
     attn=<mechanism>            any mechanism with causal support (`language.decoder`), e.g. gfsa
 
 Sources, cited below: [ssa] SSA App. B.1 and Sec. 4.1 (notes ssa.md §1.4, §2.2); [fairseq] the
@@ -29,10 +31,11 @@ from __future__ import annotations
 import ml_collections
 
 from configs import common
+from configs.language.wikitext103 import ssa_layers
 from core import config as config_lib
 from language import corpora
 
-SSA_ROWS = ("S16-L2", "S16-L4")
+SSA_ROWS = ("S16-L2", "S16-L4", "S12-L4")  # [ssa] Tables 1, 4
 
 PRESETS = {
     # About 5-10 minutes on 2 CPU cores on the Python-documentation bytes. Deviations: 4
@@ -96,8 +99,14 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.schedule.end_factor = 0.5
     if args.attn:
         common.swap_attention(c, args.attn)
-    if args.ssa:
-        windows = int(args.ssa.split("-L")[1])
+    if args.ensemble and args.attn and not args.ssa:
+        raise config_lib.ConfigError(
+            f"ensemble={args.ensemble} without ssa= ensembles SSA passes over the dense model; "
+            f"drop attn={args.attn} or give ssa="
+        )
+    sampled = args.ssa or ("S16-L4" if args.ensemble else "")
+    if sampled:
+        windows = int(sampled.split("-L")[1])
         c.attention = common.attention_config(
             "ssa",
             keep=1.0 / windows,  # [ssa] L2 / L4: 1/w of the sources
@@ -105,12 +114,17 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             causal=True,
             sigma_first=0.10,  # [ssa] enwik8 sigma 0.10 N in the first layer ...
             sigma_last=0.225,  # ... rising linearly to 0.225 N in the last
+            dropout_rate=0.1,
         )
         if args.ft:
             c.dense_finetune_fraction = 0.1  # [ssa] +FT: the last 10% dense
+        if not args.ssa:  # S0 with an ensemble: SSA only in the ensemble's passes
+            c.dense_finetune_fraction = 1.0
     common.scale(c, PRESETS)
     if c.preset != "paper":
         c.model.dropout = c.model.activation_dropout = 0.0
+    if args.ssa:
+        c.model.attention_layers = ssa_layers(args.ssa, int(c.model.num_layers))
     if args.ensemble:
         c.model.ensemble_passes = args.ensemble
         # the self-ensemble's metrics beside the dense pass's: loss_ensemble, bpb_ensemble

@@ -2,14 +2,16 @@
 and WikiText-103, against vanilla GPT-2.
 
 Numbers: the paper's Table 11 (checked against the paper text), as extracted in
-../shared/papers/notes/gfsa.md Sec. 3. Nothing here is runnable yet (no language domain); list
-the cells:
+../shared/papers/notes/gfsa.md Sec. 3. Every cell fine-tunes the pretrained GPT-2 small with
+configs/language/gpt2.py on the official data (`gfsa_table2.config`, `order=K` for the K rows);
+list the cells:
 
     python -m scripts.reproduce gfsa.table11 --list
 """
 
 from __future__ import annotations
 
+from configs.tables.gfsa_table2 import config
 from core.paper_tables import Table, grid
 
 COLUMNS = ("PTB", "WikiText-2", "WikiText-103")
@@ -27,7 +29,6 @@ ROWS = {
     "GPT2 + GFSA (K=9)": "19.450 20.923 15.921",
 }
 
-LM_NEEDS = "causal language-modelling task (language domain) and a GPT-2 decoder, not built yet"
 
 NOTES = (
     "#Params (descriptive, dropped): 117M for every row.",
@@ -37,6 +38,11 @@ NOTES = (
     "10 and 23).",
     "The first row is the vanilla GPT-2 of Table 2.",
 )
+
+
+def _order(row: str) -> int:
+    """K of a "GPT2 + GFSA (K=k)" row (0 for the vanilla row)."""
+    return int(row.split("K=")[1].rstrip(")")) if "K=" in row else 0
 
 
 def get_table() -> Table:
@@ -52,7 +58,7 @@ def get_table() -> Table:
             COLUMNS,
             metric="test_last.perplexity",
             scale=1,
-            needs=lambda _, column: f"the {column} {LM_NEEDS}",
+            config=lambda row, column: config(row, column, order=_order(row)),
         ),
         higher_is_better={column: False for column in COLUMNS},
         notes=NOTES,

@@ -2,11 +2,11 @@
 for causal language modelling on PTB, WikiText-2 and WikiText-103.
 
 Numbers: the paper's Table 24 (App. R), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's GPT-2 fine-tuning: nothing here is runnable yet (no language
-domain). The PTB cells name our counterpart (`gfsa_table25.step_counterpart`: one LRA Text
-training step at 1,024 tokens, the length of GPT-2's blocks, with softmax and with GFSA), which
-`python -m scripts.speed_tables --tables gfsa` measures and prints beside them; a different
-model, so compare the ratios. List the cells:
+These are GPU timings of the paper's GPT-2 fine-tuning (configs/language/gpt2.py, gfsa.table2's
+runs): not runnable here, they need the paper's GPU. The PTB cells name our counterpart
+(`gfsa_table25.step_counterpart`: one LRA Text training step at 1,024 tokens, the length of
+GPT-2's blocks, with softmax and with GFSA), which `python -m scripts.speed_tables --tables
+gfsa` measures and prints beside them; a different model, so compare the ratios. List the cells:
 
     python -m scripts.reproduce gfsa.table24 --list
 """

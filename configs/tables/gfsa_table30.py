@@ -2,8 +2,8 @@
 and WikiText-103.
 
 Numbers: the paper's Table 30 (App. S), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's evaluation: nothing here is runnable yet (no language
-domain). List the cells:
+These are GPU timings of the paper's evaluation (configs/language/gpt2.py, gfsa.table2's runs):
+not runnable here, they need the paper's GPU. List the cells:
 
     python -m scripts.reproduce gfsa.table30 --list
 """

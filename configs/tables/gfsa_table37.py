@@ -2,15 +2,16 @@
 GFSA_even (even-numbered layers only).
 
 Numbers: the paper's Table 37 (App. T), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-Nothing here is runnable yet (no language domain; GFSA_even itself exists as the `gfsa`
-mechanism's `even_layers_only=True`). List the cells:
+Every cell fine-tunes the pretrained GPT-2 small with configs/language/gpt2.py on the official
+data (`gfsa_table2.config`; GFSA_even is `attn=gfsa,even=1`, the `gfsa` mechanism's
+`even_layers_only=True`); Avg is the mean of the three. List the cells:
 
     python -m scripts.reproduce gfsa.table37 --list
 """
 
 from __future__ import annotations
 
-from configs.tables.gfsa_table2 import NEEDS  # the same wording as Table 2
+from configs.tables.gfsa_table2 import config, mean_of
 from core.paper_tables import Table, grid
 
 COLUMNS = ("PTB", "WikiText-2", "WikiText-103", "Avg")
@@ -35,7 +36,8 @@ def get_table() -> Table:
             COLUMNS,
             metric="val_best.perplexity",
             scale=1.0,
-            needs=lambda _, column: NEEDS[column],
+            config=lambda row, column: config(row, column, even=row.endswith("_even")),
+            mean_of=mean_of,
         ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(

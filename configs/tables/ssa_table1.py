@@ -6,10 +6,12 @@ the last 10% of training). Columns, per dataset: dev/test perplexity (WikiText-1
 byte (Enwik8), and the normalised training Compute / Memory / Speed (C / M / S, S0 = 1).
 
 Numbers: the paper's Table 1 (checked against ../shared/papers/ssa.txt), as extracted in
-../shared/papers/notes/ssa.md Sec. 3. Compute the C column (no training; the language tasks
-are not built yet, so the Ppl / BPB / M / S cells are not runnable):
+../shared/papers/notes/ssa.md Sec. 3. The Ppl / BPB cells train the language recipes on the
+official data (`configs/language/wikitext103.py:source=official,ssa=S12-L4,ft=1`,
+`configs/language/enwik8.py:source=official,ssa=S12-L4`; `lm_config`). The C column is
+computed (no training); list the cells with
 
-    python -m scripts.reproduce ssa.table1
+    python -m scripts.reproduce ssa.table1 --list
 
 C is `core.flops.ssa_compute_ratio`: forward FLOPs of the transformer layers of the paper's
 full-size decoder (notes Sec. 1.5), `(1 - 0.1)·C + 0.1` for +FT. M and S were measured on the
@@ -18,18 +20,50 @@ tokens, a quarter of the sources kept) is named by the S0 and S16-L4 M / S cells
 measured by `python -m scripts.speed_tables --tables ssa` (results/bench/paper_ssa.md): a
 different model, so those cells still say what reproducing them needs.
 
-This module also holds the `needs` wording the other SSA tables share for the language runs.
+This module also holds the recipes (`lm_config`) and the `needs` wording the other SSA tables
+share for the language runs.
 """
 
 from __future__ import annotations
 
 from core.paper_tables import Cell, Table
 
-# What is missing, in the same words in every SSA table.
-TASK_NEEDS = {
-    "WikiText-103": "the WikiText-103 language-modelling task (language domain), not built yet",
-    "Enwik8": "the Enwik8 byte-level language-modelling task (language domain), not built yet",
+# The recipes of the language rows (official data; the paper preset).
+RECIPES = {
+    "WikiText-103": "configs/language/wikitext103.py:source=official",
+    "Enwik8": "configs/language/enwik8.py:source=official",
 }
+# The SSA rows each recipe takes (`ssa=`); the others are not runnable yet.
+RECIPE_ROWS = {
+    "WikiText-103": ("S16-L2", "S16-L4", "S16-L6", "S16-L8", "S12-L4", "S12-L8"),
+    "Enwik8": ("S16-L2", "S16-L4", "S12-L4"),
+}
+
+
+def lm_config(run: str, row: str, *, sampling: str = "local", ensemble: int = 0) -> str | None:
+    """The recipe of `row` ("S0 (Dense)" or S<l>-L<w>, with " +FT") for `run`
+    ("WikiText-103" | "Enwik8"), locally biased or `sampling="unbiased"`, with a self-ensemble
+    of `ensemble` passes evaluated beside the dense one (S0: SSA passes over the dense model);
+    None where the recipe lacks the row."""
+    name = row.split()[0]
+    out = RECIPES[run]
+    if name != "S0":
+        if name not in RECIPE_ROWS[run]:
+            return None
+        out += f",ssa={name}"
+        if sampling != "local":
+            out += f",sampling={sampling}"
+        if row.endswith("+FT"):
+            out += ",ft=1"
+    return out + (f",ensemble={ensemble}" if ensemble else "")
+
+
+def lm_cell(run: str, row: str, **kw) -> dict:
+    """`config` of a language quality cell of `row` (`lm_config`'s arguments)."""
+    config = lm_config(run, row, **kw)
+    if config is None:
+        raise ValueError(f"no recipe for {run} {row}")
+    return {"config": config}
 
 
 def gpu_needs(model: str, task_needs: str) -> str:
@@ -42,9 +76,13 @@ def gpu_needs(model: str, task_needs: str) -> str:
 
 GPU_NEEDS = {
     "WikiText-103": gpu_needs(
-        "16-layer WikiText-103 decoder (3,072 tokens)", TASK_NEEDS["WikiText-103"]
+        "16-layer WikiText-103 decoder (3,072 tokens)",
+        "its recipe at full scale (configs/language/wikitext103.py)",
     ),
-    "Enwik8": gpu_needs("16-layer Enwik8 decoder (4,096 bytes)", TASK_NEEDS["Enwik8"]),
+    "Enwik8": gpu_needs(
+        "16-layer Enwik8 decoder (4,096 bytes)",
+        "its recipe at full scale (configs/language/enwik8.py)",
+    ),
 }
 
 SPEED_COUNTERPART = (
@@ -168,8 +206,8 @@ def get_table() -> Table:
                         paper=paper,
                         metric=f"{split}_last.{metric}",
                         scale=1.0,
-                        needs=TASK_NEEDS[run],
                         note=note,
+                        **lm_cell(run, row),
                     )
                 )
             for column, paper, metric_name in (

@@ -6,15 +6,16 @@ byte (Enwik8) of locally biased SSA (the numbers repeat Table 1's S16-L2 / S16-L
 unbiased SSA (the same windows, sources shuffled uniformly).
 
 Numbers: the paper's Table 8 (App. D; checked against ../shared/papers/ssa.txt), as extracted
-in ../shared/papers/notes/ssa.md Sec. 3. No cell is runnable yet (the language tasks are not
-built); list what is missing with
+in ../shared/papers/notes/ssa.md Sec. 3. Every cell trains a language recipe on the official
+data (`ssa_table1.lm_config`: `ssa=S16-L2|S16-L4`, `ft=1`, `sampling=unbiased` for the Unbiased
+columns); list the cells with
 
-    python -m scripts.reproduce ssa.table8
+    python -m scripts.reproduce ssa.table8 --list
 """
 
 from __future__ import annotations
 
-from configs.tables.ssa_table1 import TASK_NEEDS
+from configs.tables.ssa_table1 import lm_config
 from core.paper_tables import Table, grid
 
 # row: (Table 1 row, WikiText-103 (biased dev, test, unbiased dev, test), Enwik8 (the same))
@@ -63,7 +64,11 @@ def get_table() -> Table:
             COLUMNS,
             metric=lambda _, column: METRIC[column],
             scale=1.0,
-            needs=lambda _, column: TASK_NEEDS[column.split()[0]],
+            config=lambda row, column: lm_config(
+                column.split()[0],
+                ROWS[row][0],
+                sampling="unbiased" if "Unbiased" in column else "local",
+            ),
         ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(

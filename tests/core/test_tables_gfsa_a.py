@@ -15,6 +15,7 @@ KEYS = ["gfsa.fig1", "gfsa.fig3"] + [f"gfsa.table{i}" for i in range(1, 21) if i
 NEEDS_PATTERNS = [
     r"the GLUE task \(language domain\) and an? (BERT|ALBERT|RoBERTa)-base encoder, not built yet"
     r"(; the ContraNorm layer, not implemented)?",
+    # still gfsa.fig1's PTB bar (configs/tables/gfsa_fig1.py; gfsa.table2 runs it now)
     r"the (PTB|WikiText-2|WikiText-103|PTB, WikiText-2 and WikiText-103) causal "
     r"language-modelling tasks? \(language domain\) and a GPT-2 decoder, not built yet",
     r"(GPU timing of the paper's setting, which needs |a FLOPs count of \S+ at 224 x 224 "
@@ -41,7 +42,7 @@ def test_every_table_is_there_and_table19_is_not():
 
 
 RUNNABLE = ("gfsa.table4", "gfsa.table5", "gfsa.table12", "gfsa.table13", "gfsa.table14")
-RUNNABLE += ("gfsa.table6", "gfsa.table20")
+RUNNABLE += ("gfsa.table6", "gfsa.table20", "gfsa.table2", "gfsa.table11")
 
 
 @pytest.mark.parametrize("key", [k for k in KEYS if k not in RUNNABLE])
@@ -97,6 +98,29 @@ def test_gpt2_tables():
         assert t2.cell("GPT2 + GFSA", column).paper == min(_column(t11, column, gfsa_rows))
         assert t2.cell("GPT2", column).paper == t11.cell("GPT2", column).paper
     assert t11.plot == "lines"
+    # every cell fine-tunes GPT-2 with configs/language/gpt2.py (Avg: the mean of the three)
+    recipe = "configs/language/gpt2.py:source=official"
+    assert t2.cell("GPT2", "PTB").config == f"{recipe},dataset=ptb"
+    assert (
+        t2.cell("GPT2 + GFSA", "WikiText-103").config == f"{recipe},dataset=wikitext-103,attn=gfsa"
+    )
+    assert t2.cell("GPT2", "Avg").mean_of == ("PTB", "WikiText-2", "WikiText-103")
+    # K=9 is the recipe's own K for WikiText-2: the same run as Table 2's GFSA cell
+    assert (
+        t11.cell("GPT2 + GFSA (K=9)", "WikiText-2").config
+        == t2.cell("GPT2 + GFSA", "WikiText-2").config
+    )
+    assert t11.cell("GPT2 + GFSA (K=4)", "PTB").config == f"{recipe},dataset=ptb,attn=gfsa,order=4"
+    assert sum(c.runnable for c in t11.cells) == 27
+    assert t2.cell("GPT2", "#Params (M)").paper == 117.0
+
+
+@pytest.mark.slow
+def test_gpt2_parameter_cells_count_the_recipes_model():
+    """GPT-2 small from configs/language/gpt2.py: 124,439,808 (the "117M"), GFSA 144 more."""
+    t2 = paper_tables.load("gfsa.table2")
+    params = {row: paper_tables.compute(t2.cell(row, "#Params (M)")) for row in t2.rows}
+    assert params == {"GPT2": 124.439808, "GPT2 + GFSA": pytest.approx(124.439952)}
 
 
 def test_imagenet_quoted_marks():

@@ -21,25 +21,35 @@ def test_every_ssa_table_exists_and_validates_table6_is_skipped():
         assert "SSA paper Table" in table.source and table.notes
 
 
-def test_runnable_cells_are_the_exact_compute_cells_and_the_swin_runs():
+def test_runnable_cells_are_the_exact_compute_cells_and_the_recipes():
     counts = {key: sum(c.runnable for c in _t(key).cells) for key in KEYS}
     assert counts == {
-        "ssa.table1": 22,  # C: 11 rows x WikiText-103 and Enwik8 (4 Enwik8 rows blank in the paper)
-        "ssa.table2": 3 + 6 + 6,  # CIFAR-10 C; ImageNet C and top-1 of the six Swin-T rows
+        # C: 11 rows x WikiText-103 and Enwik8 (4 Enwik8 rows blank in the paper); dev / test
+        # of the 11 WikiText-103 rows and of the Enwik8 S0, S16-L2, S16-L4, S12-L4 (+FT) rows
+        "ssa.table1": 22 + 2 * 11 + 2 * 7,
+        # CIFAR-10 C and BPD; ImageNet C and top-1 of the six Swin-T rows
+        "ssa.table2": 3 + 3 + 6 + 6,
         "ssa.table3": 22,  # the EGT runs (MAE) and their compute ratios
-        "ssa.table4": 0,
+        # 5 rows x 4 WikiText-103 columns; Enwik8: S16-L4 (+FT) x 4, S0's two Renorm. cells
+        "ssa.table4": 20 + 20,  # 5 rows x 4 columns x WikiText-103 and Enwik8
         "ssa.table5": 20,  # the EGT runs, evaluated dense or as self-ensembles
         "ssa.table7": 5,  # WikiText-103, Enwik8, CIFAR-10, Swin-T and EGT compute
-        "ssa.table8": 0,
+        "ssa.table8": 32,  # every cell: the WikiText-103 and Enwik8 recipes
         "ssa.table9": 8,  # every cell: the Swin-T recipes
-        "ssa.table10": 0,
+        "ssa.table10": 16,  # every cell: the WikiText-103 recipe with a 50-pass ensemble
     }
     for key in KEYS:
         for c in _t(key).cells:
             assert c.runnable == (c.exact is not None or c.config is not None)
-            if c.config:  # Swin-T on ImageNet, EGT on PCQM4Mv2; no SSA table runs on LRA
+            if c.config:  # Swin-T, EGT, the language recipes; no SSA table runs on LRA
                 assert c.config.startswith(
-                    ("configs/vision/imagenet.py:model=swin_t", "configs/graphs/pcqm.py:")
+                    (
+                        "configs/vision/imagenet.py:model=swin_t",
+                        "configs/graphs/pcqm.py:",
+                        "configs/language/wikitext103.py:source=official",
+                        "configs/language/enwik8.py:source=official",
+                        "configs/language/cifar10.py:source=official",
+                    )
                 )
             if c.exact:
                 assert c.scale == 1.0
@@ -116,14 +126,42 @@ def test_spot_numbers_and_quoted_marks():
     assert "S12-L8" in t10.rows and "S16-L8" in t10.cell("S12-L8", "Renorm. dev").note
 
 
-def test_the_same_missing_piece_has_the_same_wording():
-    wt = _t("ssa.table1").cell("S0 (Dense)", "WikiText-103 dev Ppl").needs
-    for key, row, column in [
-        ("ssa.table4", "S0 (Dense)", "WikiText-103 Ensemble dev"),
-        ("ssa.table8", "25% attention", "WikiText-103 Unbiased dev"),
-        ("ssa.table10", "S16-L6", "Renorm. dev"),
-    ]:
-        assert _t(key).cell(row, column).needs == wt
+def test_language_cells_name_their_recipes_and_the_same_missing_piece_has_the_same_wording():
+    wt = "configs/language/wikitext103.py:source=official"
+    t1 = _t("ssa.table1")
+    assert t1.cell("S12-L4 +FT", "WikiText-103 dev Ppl").config == f"{wt},ssa=S12-L4,ft=1"
+    assert t1.cell("S0 (Dense)", "WikiText-103 test Ppl").config == wt
+    assert t1.cell("S16-L2", "Enwik8 dev BPB").config == (
+        "configs/language/enwik8.py:source=official,ssa=S16-L2"
+    )
+    assert t1.cell("S12-L4", "Enwik8 dev BPB").config == (
+        "configs/language/enwik8.py:source=official,ssa=S12-L4"
+    )
+    t4 = _t("ssa.table4")
+    assert t4.cell("S12-L4 +FT", "Enwik8 Ensemble test").config == (
+        "configs/language/enwik8.py:source=official,ssa=S12-L4,ft=1,ensemble=50"
+    )
+    renorm, ensemble = (
+        t4.cell("S0 (Dense)", "WikiText-103 Renorm. dev"),
+        t4.cell("S0 (Dense)", "WikiText-103 Ensemble dev"),
+    )
+    assert renorm.config == ensemble.config == f"{wt},ensemble=50"
+    assert (renorm.metric, ensemble.metric) == (
+        "val_last.perplexity",
+        "val_last.perplexity_ensemble",
+    )
+    enwik8_s0 = "configs/language/enwik8.py:source=official,ensemble=50"
+    assert t4.cell("S0 (Dense)", "Enwik8 Ensemble dev").config == enwik8_s0
+    assert t4.cell("S0 (Dense)", "Enwik8 Renorm. dev").config == enwik8_s0
+    assert _t("ssa.table8").cell("25% attention +FT", "WikiText-103 Unbiased dev").config == (
+        f"{wt},ssa=S16-L4,sampling=unbiased,ft=1"
+    )
+    assert (
+        _t("ssa.table10").cell("S12-L8", "Ensemble test").config == f"{wt},ssa=S16-L8,ensemble=50"
+    )
+    assert _t("ssa.table2").cell("S16-L4 +FT", "CIFAR-10 BPD").config == (
+        "configs/language/cifar10.py:source=official,ssa=S16-L4,ft=1"
+    )
     gpu = _t("ssa.table1").cell("S16-L4", "WikiText-103 M").needs
     assert _t("ssa.table7").cell("WikiText-103", "Time/step (ms)").needs == gpu
     # Table 5's runs are Table 3's recipes evaluated both ways: dense and 50-pass ensemble

@@ -323,3 +323,52 @@ def test_ssa_parameter_counts():
     # which would print 202M, so we read the head as untied).
     cifar = dict(SSA_BASE, positions="relative_2d", grid=(32, 32, 3), output="untied")
     assert _count(cifar, 256, 3072) == 202_573_952 == 202_065_920 + 508_032
+
+
+# ------------------------------------------------------- SSA in the last layers only (S12)
+
+
+SSA_HALF = {"name": "ssa", "sampling": "local_1d", "keep": 0.5}
+
+
+def _params(m):
+    return sum(math.prod(v.shape) for _, v in nnx.iter_graph(m) if isinstance(v, nnx.Param))
+
+
+def test_attention_layers_pick_the_blocks():
+    """`attention_layers=(1,)` (SSA's S<l>: SSA in the last l layers): block 0 is causal
+    softmax (the causal mask, the same ALiBi bias), block 1 SSA; the parameters are those of
+    the dense and of the all-SSA model; a block outside the stack is named."""
+    cfg = dict(FAIRSEQ, num_layers=2)
+    mixed = nnx.eval_shape(lambda: _build(dict(cfg, attention_layers=(1,)), SSA_HALF))
+    assert [b.attn.mechanism.name for b in mixed.stack.blocks] == ["softmax", "ssa"]
+    assert mixed.stack.hows == ("mask", "flag")
+    dense = nnx.eval_shape(lambda: _build(cfg))
+    every = nnx.eval_shape(lambda: _build(cfg, SSA_HALF))
+    assert every.stack.hows == ("flag", "flag") and dense.stack.hows == ("mask", "mask")
+    assert _params(mixed) == _params(dense) == _params(every)
+    with pytest.raises(errors.ConfigError, match=r"attention_layers=\(2,\).*0\.\.1"):
+        nnx.eval_shape(lambda: _build(dict(cfg, attention_layers=(2,)), SSA_HALF))
+
+
+@pytest.mark.slow
+def test_dense_first_blocks_equal_the_dense_models():
+    """With the same parameters, block 0 of the S1 model gives the dense model's block-0 output
+    exactly while training with subsampling on; at evaluation (SSA renormalised to dense) the
+    whole model is the dense one, and training it differs from dense (block 1 subsamples)."""
+    cfg = dict(FAIRSEQ, num_layers=2)
+    mixed = _build(dict(cfg, attention_layers=(1,)), SSA_HALF)
+    dense = _build(cfg)
+    nnx.update(dense, nnx.state(mixed, nnx.Param))
+    x = mixed.embed(jnp.asarray(TOKENS)) * mixed.embed_scale
+    bias = jnp.asarray(decoder.alibi_bias(4, N))
+    causal = jnp.asarray(np.tril(np.ones((N, N), bool)))[None, None]
+    key = jax.random.key(3)
+    got = mixed.stack.blocks[0](x, mask=causal, bias=bias, train=True, key=key)
+    want = dense.stack.blocks[0](x, mask=causal, bias=bias, train=True, key=key)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    out = {m: _jit(lambda t, k, m=m: m(t, train=True, key=k)) for m in (mixed, dense)}
+    evals = [np.asarray(_jit(lambda t, m=m: m(t))(TOKENS)) for m in (mixed, dense)]
+    np.testing.assert_allclose(evals[0], evals[1], rtol=1e-6, atol=1e-6)
+    trained = [np.asarray(f(TOKENS, key)) for f in out.values()]
+    assert not np.allclose(trained[0], trained[1])

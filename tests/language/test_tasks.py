@@ -45,8 +45,8 @@ def test_recipes_validate(arg, preset):
 def test_bad_arguments_are_named():
     with pytest.raises(errors.ConfigError, match="ft=1 is SSA's dense fine-tuning"):
         config_lib.load("configs/language/enwik8.py:ft=1")
-    with pytest.raises(errors.ConfigError, match="unknown SSA ssa='S12-L4'"):
-        config_lib.load("configs/language/enwik8.py:ssa=S12-L4")
+    with pytest.raises(errors.ConfigError, match="unknown SSA ssa='S12-L8'"):
+        config_lib.load("configs/language/enwik8.py:ssa=S12-L8")
 
 
 @needs_docs
@@ -91,3 +91,12 @@ def test_self_ensemble_averages_probabilities_of_subsampled_passes():
         )
     np.testing.assert_allclose(got, -np.log(np.exp(-each).mean(0)), rtol=1e-5, atol=1e-5)
     assert np.abs(each[0] - each[1]).max() > 1e-5  # the members differ
+
+
+def test_enwik8_s12_and_the_dense_models_ensemble():
+    s12 = config_lib.load("configs/language/enwik8.py:ssa=S12-L4")
+    assert tuple(s12.model.attention_layers) == tuple(range(4, 16))  # SSA in the last 12
+    s0 = config_lib.load("configs/language/enwik8.py:ensemble=50")
+    # Table 4's S0: trained dense throughout, its ensemble passes sampled as S16-L4
+    assert s0.attention.name == "ssa" and s0.dense_finetune_fraction == 1.0
+    assert s0.attention.keep == 0.25 and s0.model.ensemble_passes == 50

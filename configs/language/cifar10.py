@@ -1,0 +1,151 @@
+"""CIFAR-10 unconditional image generation over sub-pixels with SSA's 16-layer decoder (SSA
+Table 2); the `cpu` and `smoke` presets train on the offline Fashion-MNIST pixel sequences.
+
+Run:
+    python -m scripts.train --config configs/language/cifar10.py:ssa=S16-L4,ft=1 \
+        --config.data.source=official --config.data.dir=/data/cifar-10-batches-py --workdir runs/c10
+    python -m scripts.train --config configs/language/cifar10.py:preset=cpu,ssa=S16-L4 ...
+
+Config argument (comma-separated `key=value`):
+    preset=paper|cpu|smoke      scaling of the recipe (default paper)
+    source=standin|official     Fashion-MNIST offline (default; 28 x 28 x 1 = 784 tokens per
+                                image) or the CIFAR-10 pickles under `--config.data.dir`
+                                (32 x 32 x 3 = 3,072 sub-pixel tokens)
+    ssa=S16-L4                  SSA in all 16 layers (scaled presets: all layers) with 4
+                                vertical windows (bands) of 8 image rows (Fashion-MNIST: 7)
+    ft=1                        +FT: the last 10% of the steps with dense attention
+    ensemble=S                  also evaluate a self-ensemble of S subsampled passes
+                                (metrics `*_ensemble`; not in the paper's Table 2)
+    attn=<mechanism>            any mechanism with causal support (`language.decoder`)
+
+Images are sequences of sub-pixel values (vocabulary 256) after a start symbol (256), so the
+decoder embeds 257 symbols (`language.tasks`): the paper preset has 202,576,000 parameters,
+SSA's 203M (tests/language/test_decoder.py's 202,573,952 for 256 symbols, plus the start
+symbol's embedding row and output row, 2 x 1,024).
+
+Deviation: SSA trains with the augmentations of Distribution Augmentation (Jun et al. 2020);
+none here (not implemented).
+
+Sources, cited below: [ssa] SSA Sec. 4.2 and App. B.2 (notes ssa.md §2.3); the widths are the
+language models' ("similar architectural and hyperparameter settings"; notes ssa.md §2.1).
+"""
+
+from __future__ import annotations
+
+import ml_collections
+
+from configs import common
+from core import config as config_lib
+from language import corpora
+
+SSA_ROWS = ("S16-L4",)
+# (rows, cols, channels) of a sequence: CIFAR-10 sub-pixels, Fashion-MNIST pixels
+GRIDS = {"official": (32, 32, 3), "standin": (28, 28, 1)}
+
+PRESETS = {
+    # Minutes on 2 CPU cores on Fashion-MNIST (784 tokens per image): 4 layers of width 128 (4
+    # heads, FFN 512) instead of 16 x 1024; 600 steps at batch 8, 10% warm-up, peak lr 2e-3;
+    # evaluation on the first 500 test images.
+    "cpu": {
+        "data": dict(eval_tokens=500),
+        "model": dict(layers=4, dim=128, heads=4, mlp_dim=512),
+        "run": dict(steps=600, eval_every=200, lr_peak=2e-3),
+        "batch": (8, 16),
+    },
+    "smoke": {
+        **common.SMOKE,
+        "data": dict(eval_tokens=8),
+        "batch": (2, 4),
+        "log_every": 2,
+    },
+}
+
+
+def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
+    args = common.parse(
+        arg,
+        extra={"source": "standin", "ssa": "", "ft": 0, "ensemble": 0},
+        choices={
+            "source": (("standin", "official"), "data"),
+            "ssa": (("", *SSA_ROWS), "SSA"),
+        },
+    )
+    if args.ft and not args.ssa:
+        raise config_lib.ConfigError("ft=1 is SSA's dense fine-tuning: give ssa=S16-L4")
+    if args.ensemble and not args.ssa:
+        raise config_lib.ConfigError(
+            f"ensemble={args.ensemble} averages SSA's subsampled passes: give ssa=S16-L4"
+        )
+    rows, cols, channels = GRIDS[args.source]
+    c = common.trainer_config()
+    c.task = "language.lm"  # language/tasks.py
+    c.preset = args.preset
+    d = corpora.data_config()
+    d.dataset = "cifar10"
+    d.source = args.source
+    d.vocab_size = 256  # sub-pixel values (the start symbol is the decoder's 257th)
+    d.length = rows * cols * channels  # [ssa] 3,072 sub-pixel tokens per image
+    d.eval_stride = d.length  # one window per image
+    d.eval_tokens = 0  # images: evaluate every image of the split (presets: the first k)
+    c.data = common.data_fields(d)
+    c.model = _model((rows, cols, channels))
+    c.attention = common.attention_config("softmax", dropout_rate=0.0)  # [ssa] no dropout
+    c.seed = 1
+    c.batch_size = 128  # [ssa] batch 128
+    c.eval_batch_size = 32
+    c.total_steps = 100_000  # [ssa] 100,000 steps
+    c.eval_every = 5_000
+    c.log_every = 100
+    c.best_metric, c.best_mode = "bpd", "min"  # [ssa] validation bits per dim
+    c.evals.lm = ml_collections.ConfigDict({"type": "language_model", "unit": "dim"})
+    c.optimizer.lr = 2e-3  # [ssa] Adam, max lr 2e-3
+    c.optimizer.b1, c.optimizer.b2 = 0.9, 0.98  # as the language models (not stated in [ssa])
+    c.optimizer.weight_decay = 0.0
+    c.schedule.name = "warmup_cosine"
+    c.schedule.warmup_steps = 4_000  # [ssa] 4,000 warm-up steps, then cosine decay
+    c.schedule.end_factor = 0.0  # final lr not stated: cosine to 0
+    if args.attn:
+        common.swap_attention(c, args.attn)
+    if args.ssa:
+        c.attention = common.attention_config(
+            "ssa",
+            keep=0.25,  # [ssa] L4: 4 windows
+            sampling="grid_2d",  # [ssa] 2-D locally biased sampling ...
+            causal=True,
+            grid=(rows, cols * channels),  # a row of sub-pixels is one grid row
+            tiles=(4, 1),  # ... in 4 vertical windows (row bands) of 8 rows
+            sigma_first=0.25,  # [ssa] sigma 0.25 x dimension in both directions, all layers
+            sigma_last=0.25,
+        )
+        if args.ft:
+            c.dense_finetune_fraction = 0.1  # [ssa] +FT: the last 10% dense
+    common.scale(c, PRESETS)
+    if args.ensemble:
+        c.model.ensemble_passes = args.ensemble
+        c.evals.lm_ensemble = ml_collections.ConfigDict(
+            {"type": "language_model", "unit": "dim", "nll": "nll_ensemble", "suffix": "_ensemble"}
+        )
+    return c
+
+
+def _model(grid: tuple[int, int, int]) -> ml_collections.ConfigDict:
+    m = ml_collections.ConfigDict()
+    m.num_layers = 16  # [ssa] 16 layers
+    m.dim = 1024  # the language models' width (d 1024, FFN 4096, 8 heads)
+    m.qkv_dim = 1024
+    m.num_heads = 8
+    m.mlp_dim = 4096
+    m.dropout = 0.0  # [ssa] no dropout
+    m.activation_dropout = 0.0
+    m.positions = "relative_2d"  # [ssa] 2-D relative position bias like Swin
+    m.grid = grid
+    m.gelu = "erf"  # as the language models
+    m.final_norm = True  # as the Enwik8 model (the 203M count has it)
+    m.input = "embedding"
+    m.output = "untied"  # 203M reads as untied (tests/language/test_decoder.py)
+    m.scale_embedding = True
+    m.attention_layers = ()  # every block uses config.attention
+    m.dtype = "auto"
+    m.ensemble_passes = 0
+    m.ensemble_seed = 0
+    return m
