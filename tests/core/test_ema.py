@@ -97,7 +97,9 @@ def test_the_ema_follows_the_parameters_and_is_evaluated_beside_them(tmp_path, m
 
     vals = _records(tmp_path, "val")
     assert [r["step"] for r in vals] == [2, 4]
-    for record in [*vals, *summary["metrics"].values()]:
+    evaluated = [v for k, v in summary["metrics"].items() if k != "train_last"]
+    assert set(summary["metrics"]["train_last"]) == {"loss", "accuracy"}  # training steps
+    for record in [*vals, *evaluated]:
         assert set(record) - {"step", "split", "num_examples"} == RAW_NAMES | EMA_NAMES
         assert 0 <= record["ema_accuracy"] <= 1
     assert summary["best_step"] == max(vals, key=lambda r: r["accuracy"])["step"]

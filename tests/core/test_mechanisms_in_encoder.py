@@ -45,6 +45,7 @@ PARAM_COUNTS = {
             "sliceformer_perm4",
             "sliceformer_shuffle",
             "sliceformer_shuffle_independent",
+            "sliceformer_graph",  # softmax(bias) V + Sort(V): no parameters of its own
         )
     },
 }

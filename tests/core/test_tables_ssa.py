@@ -72,6 +72,7 @@ def test_table1_compute_column_matches_every_printed_value():
     assert blank.paper is None and blank.runnable and t.cell("S16-L8", "Enwik8 dev BPB") is None
 
 
+@pytest.mark.slow  # ~9 s: builds the Swin-T and CIFAR-10 recipes for their FLOP counts
 def test_table2_cifar_compute_and_the_077_tie():
     t = _t("ssa.table2")
     assert paper_tables.compute(t.cell("S16-L4", "CIFAR-10 C")) == pytest.approx(0.75)

@@ -220,6 +220,7 @@ def _reference(model, graph, *, variant="simple", clip=(-0.3, 0.3), native=True)
 # ------------------------------------------------------------------------------------ tests
 
 
+@pytest.mark.slow  # the test-budget: sampled attention against its reference stays fast
 def test_forward_matches_float64_reference(model, graphs, batch):
     """Two graphs padded to 7 node slots (9 tokens with the virtual nodes); the float32 model
     (one layer; the slow tests run two) vs float64 loops, atol 2e-5. The clipping range

@@ -272,6 +272,7 @@ def test_lap_pe_padding_eigenpairs_are_ignored():
     np.testing.assert_allclose(got[0, :2], want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # the test budget: the layer references stay fast
 def test_lap_pe_sign_flips_only_in_training():
     batch = _batch()
     enc = _model().lap

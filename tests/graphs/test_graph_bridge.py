@@ -124,6 +124,7 @@ def _reference_tokens(model, batch, noise):
     return out
 
 
+@pytest.mark.slow  # the test budget: the readout reference stays fast
 def test_tokens_match_float64_loops_with_fixed_noise():
     batch = _batch()
     model = _model()

@@ -88,6 +88,7 @@ def test_smooth_l1_is_torchs_and_reports_the_mae():
     np.testing.assert_allclose(float(m["mae"][0] / m["mae"][1]), np.abs(pred).mean(), rtol=1e-6)
 
 
+@pytest.mark.slow  # ~23 s (compiles several Graphormer + SSA passes)
 def test_self_ensemble_is_the_mean_of_subsampled_passes():
     """SSA Sec. 3.5 at model level: evaluation with `ensemble_passes = S` averages S full
     forward passes with subsampling on; S = 0 is the dense ("renormalized") pass."""

@@ -25,7 +25,7 @@ PAIRS = [
     pytest.param("imagenet", "model=deit_s", marks=_SLOW),
     ("imagenet", "model=deit_s,attn=gfsa"),
     pytest.param("imagenet", "model=deit_s,attn=linear", marks=_SLOW),
-    ("imagenet", "model=deit_s,attn=grf"),
+    pytest.param("imagenet", "model=deit_s,attn=grf", marks=_SLOW),  # ~9 s
     pytest.param("imagenet", "model=deit_s,attn=grf_dense", marks=_SLOW),
     pytest.param("imagenet", "model=grf_vit,attn=toeplitz", marks=_SLOW),  # GRF Table 1
     # CaiT (GFSA Tables 3, 12, 14), with and without GFSA on its talking-heads matrix: slow
