@@ -108,7 +108,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from core import cache, tasks
-from graphs import batching, featurize
+from graphs import batching, featurize, official
 
 __all__ = [
     "AMINO_ACIDS",
@@ -135,19 +135,8 @@ AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 standard residues, one-letter cod
 LENGTHS = (6, 30)  # residues per peptide, inclusive: mean 18 -> ~151 heavy atoms
 SPLITS = ("train", "val", "test")
 FRACTIONS = (0.70, 0.15, 0.15)  # LRGB's proportions (10,873 / 2,331 / 2,331 of 15,535)
-STRUCT_TARGETS = (
-    "Inertia_mass_a",
-    "Inertia_mass_b",
-    "Inertia_mass_c",
-    "Inertia_valence_a",
-    "Inertia_valence_b",
-    "Inertia_valence_c",
-    "length_a",
-    "length_b",
-    "length_c",
-    "Spherocity",
-    "Plane_best_fit",
-)
+# LRGB Peptides-struct's target names, in its csv's column order (graphs.official)
+STRUCT_TARGETS = official.STRUCT_TARGETS
 # Default size for CPU runs: ~9-14 min on 2 loaded cores at 0.44-0.70 peptides/s (measured on
 # 40-peptide samples); the build's own time is in the description (`generation_seconds`).
 DEFAULT_NUM_PEPTIDES = 360
