@@ -6,7 +6,7 @@
 PYTHON ?= $(shell tools/find-python 2>/dev/null)
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= test,molecules
+EXTRAS ?= test,molecules,pointcloud
 WORKDIR ?= runs/listops-cpu
 comma := ,
 STAMP = $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
@@ -41,7 +41,7 @@ test-slow: venv
 # default .venv, given the cuda extra (GPU_EXTRAS) on first use. `make test-gpu` runs the fast
 # suite on the GPU plus the tests marked `gpu` (fused kernels at bf16; skipped on a CPU);
 # `make gpu-check` then measures every accelerator target into results/bench/gpu/.
-GPU_EXTRAS ?= test,cuda,molecules
+GPU_EXTRAS ?= test,cuda,molecules,pointcloud
 GPU_PYTHON ?= $(BIN)/python
 
 gpu-venv:

@@ -21,6 +21,7 @@ Registered here:
                sinusoidal, learned or no positions
   samsa        SAMSA's pre-RMSNorm blocks with one shared zero-initialised residual scale and
                drop-path (`core.samsa_block.SAMSAEncoder`, SAMSA Table 8), sinusoidal positions
+               (LRA) or none (point clouds)
 """
 
 from __future__ import annotations
@@ -218,10 +219,10 @@ def gelu_name(model_cfg) -> str:
 @register("samsa", flops=_samsa_flops)
 def samsa(*, model_cfg, attention_cfg, max_len: int, rngs):
     m = model_cfg
-    if m.positions != "sinusoidal":
+    if m.positions not in ("sinusoidal", "none"):
         raise errors.ConfigError(
             f"config.model.positions={m.positions!r}: the samsa encoder uses sinusoidal "
-            "positions (SAMSA Table 8)"
+            "positions (SAMSA Table 8, LRA) or none (point clouds: unordered points)"
         )
     return samsa_block.SAMSAEncoder(
         m.num_layers,
@@ -233,7 +234,7 @@ def samsa(*, model_cfg, attention_cfg, max_len: int, rngs):
         qkv_dim=m.qkv_dim,
         dropout_rate=m.dropout,
         max_len=max_len,
-        positions=True,
+        positions=m.positions == "sinusoidal",
         dtype=jnp.dtype(m.dtype),
         rngs=rngs,
     )

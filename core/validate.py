@@ -126,7 +126,8 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
         r(m, p, field, lambda v: _finite(v) and 0 <= v < 1, "must be in [0, 1)")
     r(m, p, "pool", lambda v: v in POOLS, f"must be one of {', '.join(POOLS)}")
     r(m, p, "positions", lambda v: v in POSITIONS, f"must be one of {', '.join(POSITIONS)}")
-    encoders = sorted(set(ENCODERS) | set(backbones.names()))
+    # + a task's own models that are not attention backbones (point clouds: pointnet, dgcnn)
+    encoders = sorted(set(ENCODERS) | set(backbones.names()) | set(getattr(task, "archs", ())))
     r(m, p, "encoder", lambda v: v in encoders, f"must be one of {', '.join(encoders)}")
     r(m, p, "dtype", lambda v: v in DTYPES, f"must be one of {', '.join(DTYPES)}")
     if m is not None and pos(m.get("qkv_dim")) and pos(m.get("num_heads")):

@@ -26,10 +26,12 @@ def test_runs_one_cell_then_skips_it_and_lists_cells_it_cannot_run(tmp_path, cap
     assert 0 <= s["metrics"]["test_best"]["accuracy"] <= 1
     capsys.readouterr()
     mtime = summary.stat().st_mtime
-    assert reproduce.main(argv + ["--cells", "listops/128 hard", "modelnet"]) == 0
+    assert reproduce.main(argv + ["--cells", "listops/128 hard"]) == 0
     out = capsys.readouterr().out
     assert "(1 finished)" in out and summary.stat().st_mtime == mtime  # not run again
-    assert "not runnable: [ModelNet40 / 128 Hard] needs the ModelNet40 task" in out
+    other = ["samsa.table6", "--preset", "smoke", "--runs", str(tmp_path), "--cells", "kpconv"]
+    assert reproduce.main(other) == 0
+    assert "not runnable: [KPConv / ModelNet40 OA] needs the KPConv model" in capsys.readouterr().out
 
 
 def test_a_word_naming_a_column_exactly_selects_that_column_only():

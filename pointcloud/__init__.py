@@ -1,0 +1,1 @@
+"""Point clouds: ModelNet40 classification, ShapeNetPart segmentation, k-NN particle dynamics."""
