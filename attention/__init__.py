@@ -15,6 +15,7 @@ from attention import (  # noqa: F401
     cost,
     gfsa,
     grf,
+    grf_asym,
     linear,
     linformer,
     local,

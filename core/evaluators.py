@@ -77,6 +77,11 @@ METRICS = (
     "perplexity_ensemble",  # SSA's self-ensembles at inference (suffix "_ensemble")
     "bpb_ensemble",
     "mae_ensemble",
+    # pointcloud.dynamics (GRF's particle dynamics): one-step position MSE and autoregressive
+    # rollouts, per step and averaged (`pointcloud.dynamics_task`)
+    "mse",
+    "rollout_mse",
+    *(f"rollout_mse_{t}" for t in range(1, 9)),
 )
 
 

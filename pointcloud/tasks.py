@@ -231,8 +231,5 @@ class ShapeNetPartSegmentation(_PointTask):
         }
 
 
-try:  # the particle-dynamics task registers itself on import
-    from pointcloud import dynamics_task as _dynamics_task  # noqa: F401
-except ModuleNotFoundError as e:  # pragma: no cover - until the module exists
-    if e.name != "pointcloud.dynamics_task":
-        raise
+# The particle-dynamics task registers itself on import.
+from pointcloud import dynamics_task as _dynamics_task  # noqa: E402, F401

@@ -31,7 +31,8 @@ def test_runs_one_cell_then_skips_it_and_lists_cells_it_cannot_run(tmp_path, cap
     assert "(1 finished)" in out and summary.stat().st_mtime == mtime  # not run again
     other = ["samsa.table6", "--preset", "smoke", "--runs", str(tmp_path), "--cells", "kpconv"]
     assert reproduce.main(other) == 0
-    assert "not runnable: [KPConv / ModelNet40 OA] needs the KPConv model" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "not runnable: [KPConv / ModelNet40 OA] needs the KPConv model" in out
 
 
 def test_a_word_naming_a_column_exactly_selects_that_column_only():
