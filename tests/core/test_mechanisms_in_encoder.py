@@ -23,6 +23,7 @@ PARAM_COUNTS = {
     # modulation f: [4 heads, max_walk_len 10 + 1]; the frozen walks are buffers
     "grf": 11_786 + 4 * 11,
     "grf_dense": 11_786 + 4 * 11,
+    "grf_asym": 11_786 + 4 * 4,  # f: [4 heads, hops 3 + 1]
     "gfsa": 11_786 + 4,  # w_K per head
     "gfsa_exact": 11_786 + 4,
     "gfsa_linear": 11_786 + 4,

@@ -164,3 +164,10 @@ def test_smoke_trains(kind, tmp_path):
     assert summary["data"]["source"] == "generated"
     test = summary["metrics"]["test_best"]
     assert np.isfinite(test["rollout_mse"]) and test["rollout_mse_1"] == pytest.approx(test["mse"])
+
+
+def test_rollout_metric_names_are_ones_the_tables_can_read():
+    from core import evaluators
+    from pointcloud import dynamics_task
+
+    assert set(dynamics_task.rollout_metric_names(8)) <= set(evaluators.METRICS)
