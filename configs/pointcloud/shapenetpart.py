@@ -29,9 +29,12 @@ PRESETS = {
     # About 5 minutes per run on 2 CPU cores on the generated objects. Deviations from the
     # recipe: 256 points instead of 2,500 (k scaled by the same ratio); 4 layers of width 64
     # (FFN 128, 4 heads); 600 steps at batch 32, 10% warm-up, peak lr 2e-3; no dropout or
-    # drop-path; 2,400 / 600 / 600 generated objects.
+    # drop-path; 2,400 / 600 / 600 generated objects, randomly rotated.
     "cpu": {
-        "data": dict(num_points=256, num_train=2_400, num_val=600, num_test=600),
+        # Randomly rotated (uniform over SO(3)): pre-aligned generated shapes are solved by
+        # every model (hard SAMSA: 99.7% validation accuracy after 400 steps at 87a9984), which
+        # would compare nothing.
+        "data": dict(num_points=256, num_train=2_400, num_val=600, num_test=600, random_pose=True),
         "model": dict(layers=4, dim=64, heads=4, mlp_dim=128),
         "run": dict(steps=600, eval_every=100, lr_peak=2e-3),
         "batch": (32, 64),
