@@ -35,7 +35,7 @@ from __future__ import annotations
 import ml_collections
 
 from configs import common
-from core import config as config_lib
+from configs.language import common as lm
 from language import corpora
 
 SSA_ROWS = ("S16-L4",)
@@ -62,20 +62,7 @@ PRESETS = {
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    args = common.parse(
-        arg,
-        extra={"source": "standin", "ssa": "", "ft": 0, "ensemble": 0},
-        choices={
-            "source": (("standin", "official"), "data"),
-            "ssa": (("", *SSA_ROWS), "SSA"),
-        },
-    )
-    if args.ft and not args.ssa:
-        raise config_lib.ConfigError("ft=1 is SSA's dense fine-tuning: give ssa=S16-L4")
-    if args.ensemble and not args.ssa:
-        raise config_lib.ConfigError(
-            f"ensemble={args.ensemble} averages SSA's subsampled passes: give ssa=S16-L4"
-        )
+    args = lm.parse(arg, SSA_ROWS, samplings=("grid_2d",), dense_ensemble=False)
     rows, cols, channels = GRIDS[args.source]
     c = common.trainer_config()
     c.task = "language.lm"  # language/tasks.py
@@ -107,24 +94,17 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     if args.attn:
         common.swap_attention(c, args.attn)
     if args.ssa:
-        c.attention = common.attention_config(
-            "ssa",
-            keep=0.25,  # [ssa] L4: 4 windows
+        lm.ssa_attention(
+            c,
+            args,
             sampling="grid_2d",  # [ssa] 2-D locally biased sampling ...
-            causal=True,
             grid=(rows, cols * channels),  # a row of sub-pixels is one grid row
             tiles=(4, 1),  # ... in 4 vertical windows (row bands) of 8 rows
             sigma_first=0.25,  # [ssa] sigma 0.25 x dimension in both directions, all layers
             sigma_last=0.25,
         )
-        if args.ft:
-            c.dense_finetune_fraction = 0.1  # [ssa] +FT: the last 10% dense
     common.scale(c, PRESETS)
-    if args.ensemble:
-        c.model.ensemble_passes = args.ensemble
-        c.evals.lm_ensemble = ml_collections.ConfigDict(
-            {"type": "language_model", "unit": "dim", "nll": "nll_ensemble", "suffix": "_ensemble"}
-        )
+    lm.finish(c, args, "dim", layers=False)  # SSA in every block (S16)
     return c
 
 

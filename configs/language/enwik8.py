@@ -31,8 +31,7 @@ from __future__ import annotations
 import ml_collections
 
 from configs import common
-from configs.language.wikitext103 import ssa_layers
-from core import config as config_lib
+from configs.language import common as lm
 from language import corpora
 
 SSA_ROWS = ("S16-L2", "S16-L4", "S12-L4")  # [ssa] Tables 1, 4
@@ -58,17 +57,7 @@ PRESETS = {
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    args = common.parse(
-        arg,
-        extra={"source": "standin", "ssa": "", "sampling": "local", "ft": 0, "ensemble": 0},
-        choices={
-            "source": (("standin", "official"), "data"),
-            "ssa": (("", *SSA_ROWS), "SSA"),
-            "sampling": (("local", "unbiased"), "SSA"),
-        },
-    )
-    if args.ft and not args.ssa:
-        raise config_lib.ConfigError("ft=1 is SSA's dense fine-tuning: give ssa=S16-L2|S16-L4")
+    args = lm.parse(arg, SSA_ROWS)
     c = common.trainer_config()
     c.task = "language.lm"  # language/tasks.py
     c.preset = args.preset
@@ -99,38 +88,17 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.schedule.end_factor = 0.5
     if args.attn:
         common.swap_attention(c, args.attn)
-    if args.ensemble and args.attn and not args.ssa:
-        raise config_lib.ConfigError(
-            f"ensemble={args.ensemble} without ssa= ensembles SSA passes over the dense model; "
-            f"drop attn={args.attn} or give ssa="
-        )
-    sampled = args.ssa or ("S16-L4" if args.ensemble else "")
-    if sampled:
-        windows = int(sampled.split("-L")[1])
-        c.attention = common.attention_config(
-            "ssa",
-            keep=1.0 / windows,  # [ssa] L2 / L4: 1/w of the sources
-            sampling="local_1d" if args.sampling == "local" else "unbiased",
-            causal=True,
-            sigma_first=0.10,  # [ssa] enwik8 sigma 0.10 N in the first layer ...
-            sigma_last=0.225,  # ... rising linearly to 0.225 N in the last
-            dropout_rate=0.1,
-        )
-        if args.ft:
-            c.dense_finetune_fraction = 0.1  # [ssa] +FT: the last 10% dense
-        if not args.ssa:  # S0 with an ensemble: SSA only in the ensemble's passes
-            c.dense_finetune_fraction = 1.0
+    lm.ssa_attention(
+        c,
+        args,
+        sigma_first=0.10,  # [ssa] enwik8 sigma 0.10 N in the first layer ...
+        sigma_last=0.225,  # ... rising linearly to 0.225 N in the last
+        dropout_rate=0.1,
+    )
     common.scale(c, PRESETS)
     if c.preset != "paper":
         c.model.dropout = c.model.activation_dropout = 0.0
-    if args.ssa:
-        c.model.attention_layers = ssa_layers(args.ssa, int(c.model.num_layers))
-    if args.ensemble:
-        c.model.ensemble_passes = args.ensemble
-        # the self-ensemble's metrics beside the dense pass's: loss_ensemble, bpb_ensemble
-        c.evals.lm_ensemble = ml_collections.ConfigDict(
-            {"type": "language_model", "unit": "byte", "nll": "nll_ensemble", "suffix": "_ensemble"}
-        )
+    lm.finish(c, args, "byte")
     return c
 
 

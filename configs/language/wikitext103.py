@@ -39,7 +39,7 @@ from __future__ import annotations
 import ml_collections
 
 from configs import common
-from core import config as config_lib
+from configs.language import common as lm
 from language import corpora
 
 SSA_ROWS = ("S16-L2", "S16-L4", "S16-L6", "S16-L8", "S12-L4", "S12-L8")
@@ -72,46 +72,13 @@ PRESETS = {
 }
 
 
-def ssa_layers(row: str, num_layers: int) -> tuple[int, ...]:
-    """The blocks (0-based) of S<l>-L<w> in a stack of `num_layers`: the last l of 16 in the
-    paper's model, the same share (rounded, at least one) in a scaled one."""
-    sampled = int(row.split("-")[0][1:])
-    if num_layers == 16:
-        count = sampled
-    else:
-        count = max(1, round(num_layers * sampled / 16))
-    return tuple(range(num_layers - count, num_layers))
-
-
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    args = common.parse(
+    args = lm.parse(
         arg,
-        extra={
-            "source": "standin",
-            "dataset": "wikitext-103",
-            "ssa": "",
-            "sampling": "local",
-            "ft": 0,
-            "ensemble": 0,
-        },
-        choices={
-            "source": (("standin", "official"), "data"),
-            "dataset": (tuple(VOCAB), None),
-            "ssa": (("", *SSA_ROWS), "SSA"),
-            "sampling": (("local", "unbiased"), "SSA"),
-        },
+        SSA_ROWS,
+        extra={"dataset": "wikitext-103"},
+        choices={"dataset": (tuple(VOCAB), None)},
     )
-    if args.ft and not args.ssa:
-        raise config_lib.ConfigError(
-            f"ft=1 is SSA's dense fine-tuning: give ssa={'|'.join(SSA_ROWS)}"
-        )
-    if args.ensemble and args.attn and not args.ssa:
-        raise config_lib.ConfigError(
-            f"ensemble={args.ensemble} without ssa= ensembles SSA passes over the dense model; "
-            f"drop attn={args.attn} or give ssa="
-        )
-    if args.ensemble < 0:
-        raise config_lib.ConfigError(f"ensemble={args.ensemble}: the number of passes, >= 0")
     c = common.trainer_config()
     c.task = "language.lm"  # language/tasks.py
     c.preset = args.preset
@@ -143,31 +110,17 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.schedule.end_factor = 0.0  # [ssa] does not state the final lr: cosine to 0
     if args.attn:
         common.swap_attention(c, args.attn)
-    sampled = args.ssa or ("S16-L4" if args.ensemble else "")
-    if sampled:
-        c.attention = common.attention_config(
-            "ssa",
-            keep=1.0 / int(sampled.split("-L")[1]),  # [ssa] L<w>: 1/w of the sources
-            sampling="local_1d" if args.sampling == "local" else "unbiased",
-            causal=True,
-            sigma_first=0.20,  # [ssa] WikiText-103 sigma 0.20 N in the first layer ...
-            sigma_last=0.35,  # ... rising linearly to 0.35 N in the last
-            dropout_rate=0.1,
-        )
-        if args.ft:
-            c.dense_finetune_fraction = 0.1  # [ssa] +FT: the last 10% dense
-        if not args.ssa:  # S0 with an ensemble: SSA only in the ensemble's passes
-            c.dense_finetune_fraction = 1.0
+    lm.ssa_attention(
+        c,
+        args,
+        sigma_first=0.20,  # [ssa] WikiText-103 sigma 0.20 N in the first layer ...
+        sigma_last=0.35,  # ... rising linearly to 0.35 N in the last
+        dropout_rate=0.1,
+    )
     common.scale(c, PRESETS)
     if c.preset != "paper":
         c.model.dropout = c.model.activation_dropout = c.model.adaptive_dropout = 0.0
-    if args.ssa:
-        c.model.attention_layers = ssa_layers(args.ssa, int(c.model.num_layers))
-    if args.ensemble:
-        c.model.ensemble_passes = args.ensemble
-        c.evals.lm_ensemble = ml_collections.ConfigDict(
-            {"type": "language_model", "unit": unit, "nll": "nll_ensemble", "suffix": "_ensemble"}
-        )
+    lm.finish(c, args, unit)
     return c
 
 
