@@ -62,7 +62,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attention import cost, graphs, masks, registry
+from attention import cost, graphs, grf, masks, registry
 from attention.softmax import check_qkv
 
 __all__ = [
@@ -154,8 +154,7 @@ def init(
 ):
     """`{"f": [H, hops + 1]}` initialised to `exp(-f_decay t)` (authors' init; `attention.grf`)."""
     del key, head_dim, model_dim, max_len, layer_index, num_layers
-    t = jnp.arange(hops + 1, dtype=jnp.float32)
-    return {"f": jnp.tile(jnp.exp(-f_decay * t)[None], (num_heads, 1))}
+    return {"f": grf._init_f(num_heads, hops, f_decay)}
 
 
 def _key_valid(mask, b: int, n: int):

@@ -31,27 +31,7 @@ from configs.pointcloud import common as pc
 
 TRAIN_SHAPES = 9_843  # [mn40]
 
-PRESETS = {
-    # About 5 minutes per run on 2 CPU cores on the generated shapes. Deviations from the
-    # recipe: 256 points instead of 1,024 (k scaled by the same 1/4: 32 for k=128); 4 layers of
-    # width 64 (FFN 128, 4 heads); 600 steps at batch 32, 10% warm-up, peak lr 2e-3; no
-    # dropout or drop-path; 2,400 / 600 / 600 generated shapes, randomly rotated.
-    "cpu": {
-        # Randomly rotated (uniform over SO(3)): the pre-aligned generated shapes are too easy
-        # to compare models on (hard SAMSA: 99.7% validation accuracy after 400 steps, measured
-        # at 87a9984).
-        "data": dict(num_points=256, num_train=2_400, num_val=600, num_test=600, random_pose=True),
-        "model": dict(layers=4, dim=64, heads=4, mlp_dim=128),
-        "run": dict(steps=600, eval_every=100, lr_peak=2e-3),
-        "batch": (32, 64),
-    },
-    "smoke": {
-        **common.SMOKE,
-        "data": dict(num_points=64, num_train=48, num_val=16, num_test=16),
-        "batch": (8, 8),
-        "log_every": 2,
-    },
-}
+PRESETS = pc.PRESETS  # cpu and smoke (configs/pointcloud/common.py)
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
