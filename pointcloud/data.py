@@ -163,7 +163,8 @@ def _standin(data_cfg, dataset: str, num_points: int, seed: int) -> tuple[dict, 
     directory = cache.build_once(where, name, spec, write)
     keys = ("points", "label") if dataset == "modelnet40" else ("points", "part", "category")
     splits = {split: official._open_split(directory, split, keys) for split in names}
-    description["cache"] = str(directory)
+    # Relative to the data root: summaries are committed, the user's home is not theirs to hold.
+    description["cache"] = f"<data root>/pointcloud/{directory.name}"
     return splits, description
 
 
