@@ -87,6 +87,12 @@ def _log(msg: str) -> None:
         print(msg, flush=True)
 
 
+def _fmt(value: float) -> str:
+    """A metric for the log: 4 decimals, or 4 significant digits below 0.01 (position errors
+    in squared scene units would all print as 0.0000)."""
+    return f"{value:.4g}" if value and abs(value) < 0.01 else f"{value:.4f}"
+
+
 def _fmt_time(seconds: float) -> str:
     seconds = int(max(seconds, 0))
     h, rem = divmod(seconds, 3600)
@@ -356,7 +362,7 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         write_record(record)
         mean_rate = timed_steps / timed_seconds if timed_steps and timed_seconds > 0 else None
         eta = _fmt_time((total - record["step"]) / mean_rate) if mean_rate else "?"
-        extra = "".join(f" | {k} {record[k]:.4f}" for k in sums if k != "loss")
+        extra = "".join(f" | {k} {_fmt(record[k])}" for k in sums if k != "loss")
         speed = f"{rate * config.batch_size:.1f} ex/s | {rate:.2f} steps/s" if rate else "compiling"
         _log(
             f"step {record['step']}/{total} | loss {record['loss']:.4f}{extra} | {speed} | "
@@ -383,7 +389,7 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         write_record({"step": step, "split": "val", **val})
         _log(
             f"  val @ {step}: "
-            + ", ".join(f"{k} {v:.4f}" for k, v in val.items() if k != "num_examples")
+            + ", ".join(f"{k} {_fmt(v)}" for k, v in val.items() if k != "num_examples")
             + (" (best)" if better else "")
         )
         ckpts.save(step, state, train_iter.get_state(), meta, best=better)
@@ -674,7 +680,7 @@ def _summary_text(s: dict) -> str:
         f"data {s['data']['source']}, {s['steps']} steps):"
     ]
     for name in ("val_last", "val_best", "test_last", "test_best"):
-        vals = ", ".join(f"{k} {v:.4f}" for k, v in m[name].items() if k != "num_examples")
+        vals = ", ".join(f"{k} {_fmt(v)}" for k, v in m[name].items() if k != "num_examples")
         lines.append(f"  {name:10s} {vals}  (n={m[name]['num_examples']})")
     maj = s["reference"]["majority_class_rate"].get("test")
     if maj is not None:
