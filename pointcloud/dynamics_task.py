@@ -52,6 +52,31 @@ def position_errors(pred, target, kinematic, weight):
     return (err * m).sum(), m.sum()
 
 
+def reference_errors(windows: dynamics.DynamicsWindows) -> dict[str, dict[str, float]]:
+    """`rollout_mse_k` and their mean (as the task reports them: squared position error summed
+    over xyz, averaged over the non-kinematic particles of every window) of two predictors
+    that learn nothing: "static" (every particle stays at frame t-1) and "constant_velocity"
+    (every particle keeps its t-2 -> t-1 displacement)."""
+    out: dict[str, dict[str, float]] = {}
+    steps = windows.window - 2
+    for name in ("static", "constant_velocity"):
+        sums, count = np.zeros(steps), 0.0
+        for start in range(0, len(windows), 64):
+            w = windows.gather(np.arange(start, min(start + 64, len(windows))))
+            x = w["positions"].astype(np.float64)  # [B, 2 + K, N, 3]
+            moving = 1.0 - w["kinematic"]  # [B, N]
+            step = x[:, 1] - x[:, 0] if name == "constant_velocity" else 0.0
+            for k in range(1, steps + 1):
+                pred = x[:, 1] + k * step
+                err = ((pred - x[:, 1 + k]) ** 2).sum(-1)
+                sums[k - 1] += float((err * moving).sum())
+            count += float(moving.sum())
+        per = sums / max(count, 1.0)
+        out[name] = {"rollout_mse": float(per.mean())}
+        out[name].update({f"rollout_mse_{k}": float(v) for k, v in enumerate(per, 1)})
+    return out
+
+
 def _int(v, lo):
     return isinstance(v, int) and not isinstance(v, bool) and v >= lo
 
@@ -147,6 +172,10 @@ class ParticleDynamics:
                 "episodes": {"train": d.num_train, "val": d.num_val, "test": d.num_test},
                 "rollout_steps": d.rollout_steps,
                 **args,
+                # what a model must beat: the same metrics for trivial predictors
+                "reference_errors": {
+                    split: reference_errors(splits[split]) for split in ("val", "test")
+                },
             },
         )
 

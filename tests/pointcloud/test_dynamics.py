@@ -171,3 +171,26 @@ def test_rollout_metric_names_are_ones_the_tables_can_read():
     from pointcloud import dynamics_task
 
     assert set(dynamics_task.rollout_metric_names(8)) <= set(evaluators.METRICS)
+
+
+def test_reference_errors_of_trivial_predictors_by_hand():
+    """One episode of 5 frames, 3 particles (the last kinematic), rollout 2: windows start at
+    frames 0 and 1. Particle 0 moves +1 in x per frame (constant velocity is exact: 0 error;
+    static is off by k^2), particle 1 is still (both exact)."""
+    from pointcloud import dynamics, dynamics_task
+
+    t = np.arange(5, dtype=np.float32)
+    pos = np.zeros((1, 5, 3, 3), np.float32)
+    pos[0, :, 0, 0] = t  # particle 0 moves in x
+    pos[0, :, 2, 1] = 7 * t  # the gripper moves fast: never scored
+    episodes = {
+        "positions": pos,
+        "features": np.zeros((1, 3, 16), np.float32),
+        "kinematic": np.array([[0, 0, 1]], np.float32),
+    }
+    ref = dynamics_task.reference_errors(dynamics.DynamicsWindows(episodes, 2))
+    # static: step k error of particle 0 is k^2, particle 1 is 0; mean over 2 particles
+    assert ref["static"]["rollout_mse_1"] == pytest.approx(0.5)
+    assert ref["static"]["rollout_mse_2"] == pytest.approx(2.0)
+    assert ref["static"]["rollout_mse"] == pytest.approx(1.25)
+    assert ref["constant_velocity"]["rollout_mse"] == pytest.approx(0.0)
