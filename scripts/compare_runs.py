@@ -31,7 +31,13 @@ def _load(run: pathlib.Path) -> tuple[dict, dict]:
 
 
 def _fmt(x, spec: str) -> str:
-    return "" if x is None else format(x, spec)
+    """`x` in `spec`; a metric below 0.01 with 4 significant digits (0.0007 would hide the
+    differences between position errors)."""
+    if x is None:
+        return ""
+    if spec == ".4f" and x and abs(x) < 0.01:
+        return format(x, ".4g")
+    return format(x, spec)
 
 
 def main(argv=None) -> int:
