@@ -25,6 +25,7 @@ __all__ = [
     "UnknownTaskError",
     "classification_loss",
     "CLASSIFICATION_METRICS",
+    "check_config",
 ]
 
 
@@ -138,6 +139,15 @@ def get(name: str) -> Task:
     if name not in _TASKS:
         raise UnknownTaskError(f"unknown task {name!r}; known tasks: {', '.join(names())}")
     return _TASKS[name]()
+
+
+def check_config(task, config) -> None:
+    """Raises `ConfigError` naming every problem `task.check_config(config)` finds (a task
+    checks its own fields before it loads data or builds a model; `core.validate` runs the
+    same checks with the trainer's)."""
+    problems = task.check_config(config)
+    if problems:
+        raise errors.ConfigError("; ".join(problems))
 
 
 CLASSIFICATION_METRICS = ("loss", "accuracy")  # what `classification_loss` reports

@@ -219,9 +219,7 @@ class GraphTask:
         return out
 
     def _check(self, config) -> None:
-        problems = self.check_config(config)
-        if problems:
-            raise errors.ConfigError("; ".join(problems))
+        tasks.check_config(self, config)
 
     def attention_length(self, config) -> int | None:
         return attention_tokens(config)

@@ -101,9 +101,7 @@ class LanguageModelling:
         return out
 
     def _check(self, config) -> None:
-        problems = self.check_config(config)
-        if problems:
-            raise errors.ConfigError("; ".join(problems))
+        tasks.check_config(self, config)
 
     def attention_length(self, config) -> int | None:
         return int(config.data.length)

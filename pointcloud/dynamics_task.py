@@ -136,9 +136,7 @@ class ParticleDynamics:
         return out
 
     def _check(self, config) -> None:
-        problems = self.check_config(config)
-        if problems:
-            raise errors.ConfigError("; ".join(problems))
+        tasks.check_config(self, config)
 
     def attention_length(self, config) -> int | None:
         return config.data.get("num_particles")

@@ -86,9 +86,7 @@ class _PointTask:
         return int(config.data.num_points)
 
     def _check(self, config) -> None:
-        problems = self.check_config(config)
-        if problems:
-            raise errors.ConfigError("; ".join(problems))
+        tasks.check_config(self, config)
 
 
 @tasks.register("pointcloud.modelnet40")

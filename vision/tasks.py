@@ -80,9 +80,7 @@ class ImageClassification:
         return models.num_tokens(m, config.data.image_size)
 
     def _check(self, config) -> None:
-        problems = self.check_config(config)
-        if problems:
-            raise errors.ConfigError("; ".join(problems))
+        tasks.check_config(self, config)
 
     def build_model(self, config, rngs):
         self._check(config)
