@@ -35,10 +35,11 @@ Official data
   `_KeyTable`: a word of <= 15 bytes has an exact 128-bit key in an open-addressing table;
   longer words and the first occurrence of each word take a Python dict), one pass over the
   train file (provisional ids in order of first occurrence, then renumbered by the
-  dictionary) and one over valid and test. Measured on 88 MB of the Python docs repeated
-  (13.5M tokens, 135k types) on this 2-core machine at load average ~5: encoding with a
-  dictionary 22-29 MB/s, building (train pass + dictionary) 15-17 MB/s of CPU time; the
-  plain ``bytes.split`` + dict version measured 11-13 MB/s under the same load.
+  dictionary) and one over valid and test. `scripts.tokenizer_speed` measures it at
+  WikiText-103's size (540 MB of the Python docs repeated, 82M tokens, 135k types; one core
+  of the idle 2-core CI-class machine): building 22.9 MB/s, encoding with the dictionary
+  28.9 MB/s (results/bench/tokenizer_speed.md); a plain ``bytes.split`` + dict version
+  measured 11-13 MB/s (under load).
 * PTB (Mikolov's ``ptb.{train,valid,test}.txt``): the same word-level rule.
 * GPT-2 BPE (GFSA's GPT-2 fine-tuning on PTB / WikiText-2 / WikiText-103): with ``bpe_dir`` (a
   directory holding Hugging Face ``vocab.json`` and ``merges.txt``, as a GPT-2 checkpoint
