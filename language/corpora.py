@@ -216,6 +216,9 @@ def data_config() -> ml_collections.ConfigDict:
     d.standin_fraction = 0.05  # text stand-in: share of bytes in valid and in test each
     d.standin_images = fashion_mnist.DEFAULT_DIR  # image stand-in: Fashion-MNIST IDX folder
     d.val_images = 0  # images: 0 = val is the test set, k = hold out the last k train images
+    # images: Distribution Augmentation of the training images (language/distaug.py), e.g.
+    # "rotation,transposition"; "" = none
+    d.distaug = ""
     d.seed = 0  # text stand-in's document shuffle
     return d
 

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from core import errors, layers, tasks
-from language import corpora, decoder, gpt2, windows
+from language import corpora, decoder, distaug, gpt2, windows
 
 __all__ = ["LanguageModelling", "lm_loss"]
 
@@ -45,10 +45,13 @@ def lm_loss(nll, mask, weight):
 
 
 def _input_vocab(config) -> int:
-    """Tokens the decoder embeds: the corpus's, plus the start symbol for images (whose
-    output layer then has that one class more, never a target)."""
+    """Tokens the decoder embeds: the corpus's, plus the start symbols for images (one, or one
+    per DistAug condition: `language.distaug`); the output layer then has those classes more,
+    never a target."""
     v = int(config.data.vocab_size)
-    return v + 1 if config.data.dataset == "cifar10" else v
+    if config.data.dataset != "cifar10":
+        return v
+    return v + distaug.conditions(distaug.parse(config.data.get("distaug", "")))
 
 
 def _load_checkpoint(config, checkpoint: str) -> decoder.Decoder:
@@ -128,12 +131,15 @@ class LanguageModelling:
 
         transform = None
         if corpus.is_images:
-            train = windows.ImageWindows(corpus.splits["train"])
+            train = windows.ImageWindows(corpus.splits["train"], start_token=IMAGE_START)
             if train[0]["tokens"].shape[0] != length:
                 raise errors.ConfigError(
                     f"config.data.length={length}: {d.dataset} images are "
                     f"{train[0]['tokens'].shape[0]} sub-pixels long"
                 )
+            types = distaug.parse(d.get("distaug", ""))
+            if types:  # Distribution Augmentation of the training images
+                transform = distaug.DistAug(corpus.image_shape, types, start_token=IMAGE_START)
         else:
             train = windows.TrainWindows(corpus.splits["train"], length)
             transform = train.random_offset
@@ -141,6 +147,11 @@ class LanguageModelling:
         description.update(unit=corpus.unit, window=length, eval_stride=stride)
         if limit:
             description["eval_tokens"] = limit
+        if transform is not None and corpus.is_images:
+            description["distaug"] = (
+                f"{' + '.join(transform.types)}: {transform.num_conditions} start symbols; "
+                "evaluation conditions on the identity"
+            )
         return tasks.Data(
             train,
             evaluation("val"),

@@ -18,13 +18,14 @@ Config argument (comma-separated `key=value`):
                                 (metrics `*_ensemble`; not in the paper's Table 2)
     attn=<mechanism>            any mechanism with causal support (`language.decoder`)
 
-Images are sequences of sub-pixel values (vocabulary 256) after a start symbol (256), so the
-decoder embeds 257 symbols (`language.tasks`): the paper preset has 202,576,000 parameters,
-SSA's 203M (tests/language/test_decoder.py's 202,573,952 for 256 symbols, plus the start
-symbol's embedding row and output row, 2 x 1,024).
-
-Deviation: SSA trains with the augmentations of Distribution Augmentation (Jun et al. 2020);
-none here (not implemented).
+Images are sequences of sub-pixel values (vocabulary 256) after a start symbol. SSA trains
+with Distribution Augmentation (Jun et al. 2020) instead of dropout without saying which
+functions; the recipe takes rotation and transposition (`language.distaug`: the eight
+symmetries of the square, each drawn uniformly, the model conditioned through one start symbol
+per symmetry, evaluation on the identity), `--config.data.distaug=""` turns it off. So the
+decoder embeds 256 + 8 symbols (`language.tasks`): the paper preset has 202,590,336
+parameters, SSA's 203M (tests/language/test_decoder.py's 202,573,952 for 256 symbols, plus 8
+start symbols' embedding and output rows, 8 x 2 x 1,024). Without DistAug: 202,576,000.
 
 Sources, cited below: [ssa] SSA Sec. 4.2 and App. B.2 (notes ssa.md §2.3); the widths are the
 language models' ("similar architectural and hyperparameter settings"; notes ssa.md §2.1).
@@ -74,6 +75,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     d.length = rows * cols * channels  # [ssa] 3,072 sub-pixel tokens per image
     d.eval_stride = d.length  # one window per image
     d.eval_tokens = 0  # images: evaluate every image of the split (presets: the first k)
+    d.distaug = "rotation,transposition"  # [ssa] DistAug [29] (which functions: not stated)
     c.data = common.data_fields(d)
     c.model = _model((rows, cols, channels))
     c.attention = common.attention_config("softmax", dropout_rate=0.0)  # [ssa] no dropout

@@ -98,9 +98,11 @@ def _params(spec: str, **data) -> int:
 def test_paper_parameter_counts():
     """SSA's 247M / 203M and GPT-2's 117M (+144 for GFSA) from the recipes themselves:
     tests/language/test_decoder.py and test_gpt2.py's numbers (CIFAR-10: plus the start
-    symbol's embedding and output rows, 2 x 1,024)."""
+    symbols' embedding and output rows, 2 x 1,024 each: 8 with the recipe's DistAug, 1
+    without)."""
     assert _params(f"{WT}:source=official,ssa=S12-L4") == 246_933_504
-    assert _params(f"{C10}:source=official,ssa=S16-L4") == 202_573_952 + 2 * 1024
+    assert _params(f"{C10}:source=official,ssa=S16-L4") == 202_573_952 + 8 * 2 * 1024
+    assert _params(f"{C10}:source=official,ssa=S16-L4", distaug="") == 202_573_952 + 2 * 1024
     assert _params(f"{GPT2}:source=official,checkpoint=none") == 124_439_808
     assert _params(f"{GPT2}:source=official,checkpoint=none,attn=gfsa") == 124_439_808 + 144
 
