@@ -4,15 +4,17 @@ time per epoch (bar chart with printed values).
 
 Numbers: the bar labels of the paper's Figure 3 (Sec. 6, checked against the paper text), as
 extracted in ../shared/papers/notes/gfsa.md Sec. 3; Table 39 (gfsa.table39) prints the same
-numbers. GFSA_even exists (the `gfsa` mechanism's `even_layers_only`), the vision domain does not:
-nothing here is runnable yet. List the cells:
+numbers and the same `config` / `needs`: the DeiT-S and DeiT-S + GFSA top-1 cells train the
+12-layer DeiT-S recipe (configs/vision/imagenet.py:model=deit_s, with attn=gfsa); GFSA_even exists
+(the `gfsa` mechanism's `even_layers_only`) but the ImageNet recipe has no argument for it. List
+the cells:
 
     python -m scripts.reproduce gfsa.fig3 --list
 """
 
 from __future__ import annotations
 
-from configs.tables.gfsa_table39 import NEEDS  # Table 39 prints the same rows
+from configs.tables.gfsa_table39 import config, needs  # Table 39 prints the same rows
 from core.paper_tables import Table, grid
 
 COLUMNS = ("Top-1 Acc", "Runtime (s/epoch)")
@@ -58,7 +60,8 @@ def get_table() -> Table:
                 if (row, column) == ("DeiT-S", "Top-1 Acc")
                 else None
             ),
-            needs=lambda _, column: NEEDS[column],
+            config=config,
+            needs=needs,
         ),
         higher_is_better={"Top-1 Acc": True, "Runtime (s/epoch)": False},
         notes=NOTES,

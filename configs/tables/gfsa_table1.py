@@ -4,8 +4,8 @@ ContraNorm and with GFSA (fine-tuned from the pretrained checkpoints).
 Numbers: the paper's Table 1 (checked against the paper text), as extracted in
 ../shared/papers/notes/gfsa.md Sec. 3. Metrics: CoLA Matthews correlation, MRPC and QQP F1,
 STS-B Spearman, accuracy elsewhere, all in percent; Avg is the mean of the nine columns (MNLI-m and
-MNLI-mm counted separately). Nothing here is runnable yet (no language domain); list the cells and
-what they need:
+MNLI-mm counted separately). Nothing here is runnable yet (no GLUE task, no BERT / ALBERT /
+RoBERTa encoder); list the cells and what they need:
 
     python -m scripts.reproduce gfsa.table1 --list
 """

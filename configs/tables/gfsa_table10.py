@@ -3,7 +3,7 @@
 Numbers: the paper's Table 10 (checked against the paper text), as extracted in
 ../shared/papers/notes/gfsa.md Sec. 3. The K = 9 and K = 10 rows are printed column-shifted; the
 cells hold the corrected assignment, each moved cell with a note. Nothing here is runnable yet
-(no language domain); list the cells:
+(no GLUE task, no BERT encoder); list the cells:
 
     python -m scripts.reproduce gfsa.table10 --list
 """

@@ -5,7 +5,7 @@ Numbers: the paper's Table 12 (App. M.2, checked against the paper text), as ext
 ../shared/papers/notes/gfsa.md Sec. 3. A printed "81.1 (↑1.3)" is split into the Top-1 Acc and
 Top-1 gain columns. #Params and FLOPs are computed from the recipes' models; the Top-1 cells
 run the recipes (configs/vision/imagenet.py). The 12-layer DeiT-S
-throughputs name our counterpart (`gfsa_table25.step_counterpart`: one LRA Text training step at
+throughputs name our counterpart (`_gfsa_timing.step_counterpart`: one LRA Text training step at
 1,024 tokens with softmax and with GFSA), which `python -m scripts.speed_tables --tables gfsa`
 measures and prints beside them; a different model, so compare the ratios. List the cells:
 
@@ -14,7 +14,7 @@ measures and prints beside them; a different model, so compare the ratios. List 
 
 from __future__ import annotations
 
-from configs.tables import gfsa_table25
+from configs.tables._gfsa_timing import step_counterpart
 from core.paper_tables import Table, grid
 
 COLUMNS = ("#Params (M)", "FLOPs (G)", "Throughput (img/s)", "Top-1 Acc", "Top-1 gain (pts)")
@@ -101,15 +101,22 @@ def _trained(row: str, column: str) -> bool:
     return row in CONFIG and column == "Top-1 Acc"
 
 
+# What the cells no recipe runs need (Tables 15 and 25 share the wording).
+GAIN_NEEDS = "the difference of two Top-1 runs (derived, not a run of its own)"
+
+
+def throughput_needs(model: str) -> str:
+    return f"GPU timing of the paper's setting (images/s of {model} on an RTX 3090)"
+
+
 def _needs(row: str, column: str) -> str | None:
     if _computed(row, column) or _trained(row, column):
         return None
-    model = row.split()[0]
     if column.startswith("Throughput"):
-        return f"GPU timing of the paper's setting (images/s of {model} on an RTX 3090)"
+        return throughput_needs(row.split()[0])
     if column.startswith("Top-1 gain"):
-        return "the difference of two Top-1 runs (derived, not a run of its own)"
-    return f"the {model} backbone (vision domain), not built yet"
+        return GAIN_NEEDS
+    raise ValueError(f"gfsa.table12 [{row!r}, {column!r}]: no recipe and no reason")
 
 
 def get_table() -> Table:
@@ -132,7 +139,7 @@ def get_table() -> Table:
             exact_args=lambda row, column: (
                 {"config": CONFIG[row]} if _computed(row, column) else {}
             ),
-            **gfsa_table25.step_counterpart(
+            **step_counterpart(
                 {"DeiT-S (12L)": "softmax", "DeiT-S + GFSA (12L)": "gfsa"}, "Throughput (img/s)"
             ),
         ),

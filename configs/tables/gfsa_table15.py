@@ -3,13 +3,18 @@
 
 Numbers: the paper's Table 15 (App. M.4, checked against the paper text), as extracted in
 ../shared/papers/notes/gfsa.md Sec. 3. A printed "81.1 (↑1.3)" is split into the Top-1 Acc and
-Top-1 gain columns. Nothing here is runnable yet (no vision domain); list the cells:
+Top-1 gain columns. The rows of Table 3 are wired as there (`gfsa_table3`): the backbone and
+GFSA rows train configs/vision/imagenet.py (the same runs as Tables 3 and 12), the baseline
+methods on DeiT-S need those methods; the CNN, hybrid and other ViT rows need their models. List
+the cells:
 
     python -m scripts.reproduce gfsa.table15 --list
 """
 
 from __future__ import annotations
 
+from configs.tables import gfsa_table3
+from configs.tables.gfsa_table12 import CONFIG, GAIN_NEEDS  # Table 3 / 12's recipes
 from core.paper_tables import Table, grid
 
 COLUMNS = ("Top-1 Acc", "Top-1 gain (pts)")
@@ -87,14 +92,36 @@ NOTES = (
     "(82.2) beat DeiT-S + GFSA (81.5) (notes Sec. 6, item 25).",
     "Top-1 gain is printed in points over the GFSA row's own backbone; it is derived from two "
     "runs, which scripts.tables does not compute. The rows of Table 3 (gfsa.table3) are all "
-    "here.",
+    "here, with the same recipes (see Table 3's notes for K and the schedules).",
 )
 
 
-def _needs(row: str) -> str:
-    needs = f"the ImageNet-1k task (vision domain) and a {row.split()[0]} model, not built yet"
-    method = row.split(" + ")[1].split(" (")[0] if " + " in row else "GFSA"
-    return needs + ("" if method == "GFSA" else f"; the {method} method, not implemented")
+# The rows that are not DeiT-S with a baseline method: models no recipe builds.
+MODEL_NEEDS = {
+    "ResNet-152": "a ResNet-152 model (a CNN; vision domain), not built yet",
+    "DenseNet-201": "a DenseNet-201 model (a CNN; vision domain), not built yet",
+    "CVT-21": "a CvT-21 model (convolutional token embedding and projections; vision domain), "
+    "not built yet",
+    "Refiner": "a Refiner model (attention expansion and convolution; vision domain), not built "
+    "yet",
+    "ViT-S/16": "a ViT-S/16 model (the 49M ViT-S of the comparison, not DeiT-S; vision domain), "
+    "not built yet",
+    "ViT-B/16": "the ViT-B/16 ImageNet-1k recipe of Dosovitskiy et al. (patch 16, trained from "
+    "scratch), not built yet (configs/vision/imagenet.py:model=grf_vit is GRF's ViT-B: 14-px "
+    "patches, GRF's 90-epoch recipe)",
+    "T2T-ViT-24": "a T2T-ViT-24 model (tokens-to-token embedding; vision domain), not built yet",
+    "DeepViT-24B": "a DeepViT-24B model (re-attention; vision domain), not built yet",
+}
+
+
+def _needs(row: str, column: str) -> str | None:
+    if column == "Top-1 gain (pts)":
+        return GAIN_NEEDS
+    return MODEL_NEEDS.get(row) or gfsa_table3.needs(row)
+
+
+def _config(row: str, column: str) -> str | None:
+    return CONFIG.get(row) if column == "Top-1 Acc" else None
 
 
 def get_table() -> Table:
@@ -115,7 +142,8 @@ def get_table() -> Table:
             quoted=lambda row, column: (
                 CITED[ROWS[row][2]] if ROWS[row][2] and column == "Top-1 Acc" else None
             ),
-            needs=lambda row, _: _needs(row),
+            config=_config,
+            needs=_needs,
             note=lambda row, column: CELL_NOTES.get(row) if column == "Top-1 Acc" else None,
         ),
         notes=NOTES,

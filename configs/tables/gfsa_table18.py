@@ -2,14 +2,16 @@
 ContraNorm setting (ImageNet-1k top-1 %).
 
 Numbers: the paper's Table 18 (App. M.6, checked against the paper text), as extracted in
-../shared/papers/notes/gfsa.md Sec. 3. Nothing here is runnable yet (no vision domain); list the
-cells:
+../shared/papers/notes/gfsa.md Sec. 3. Nothing here is runnable yet: the cells need the
+ContraNorm setting's recipe, and DeiT-T or a 16-layer DeiT-S, as Table 17 (gfsa.table17, whose
+`needs` they share). List the cells:
 
     python -m scripts.reproduce gfsa.table18 --list
 """
 
 from __future__ import annotations
 
+from configs.tables.gfsa_table17 import needs  # the same setting as Table 17
 from core.paper_tables import Table, grid
 
 COLUMNS = ("12 layers", "16 layers", "24 layers")
@@ -46,9 +48,7 @@ def get_table() -> Table:
             COLUMNS,
             metric="test_best.accuracy",
             scale=100,
-            needs=lambda row, _: (
-                f"the ImageNet-1k task (vision domain) and a {row.split()[0]} model, not built yet"
-            ),
+            needs=needs,
         ),
         notes=NOTES,
     )

@@ -2,8 +2,9 @@
 over 4 seeds).
 
 Numbers: the paper's Table 21 (App. O.2), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-The means are Table 5's; this table adds the standard deviations. Nothing here is runnable yet:
-the graphs domain (PCQM4M/PCQM4Mv2 and a Graphormer encoder) is not built. List the cells:
+The means are Table 5's; this table adds the standard deviations. The MAE cells train Table 5's
+recipes (configs/graphs/pcqm.py on the official files, `gfsa_table5.config`), the #Params cells
+are counted on their models; list the cells:
 
     python -m scripts.reproduce gfsa.table21 --list
 """

@@ -2,9 +2,10 @@
 without GFSA, fine-tuned on the GLUE tasks.
 
 Numbers: the paper's Table 23 (App. R), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's GLUE fine-tuning: nothing here is runnable yet (no language
-domain). `python -m scripts.speed_tables --tables gfsa` measures GFSA's overhead over softmax
-attention on synthetic tensors, a related but different quantity. List the cells:
+These are GPU timings of the paper's GLUE fine-tuning: nothing here is runnable yet (no GLUE
+task, no BERT / ALBERT / RoBERTa encoder). `python -m scripts.speed_tables --tables gfsa`
+measures GFSA's overhead over softmax attention on synthetic tensors, a related but different
+quantity. List the cells:
 
     python -m scripts.reproduce gfsa.table23 --list
 """

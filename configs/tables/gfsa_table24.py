@@ -4,7 +4,7 @@ for causal language modelling on PTB, WikiText-2 and WikiText-103.
 Numbers: the paper's Table 24 (App. R), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
 These are GPU timings of the paper's GPT-2 fine-tuning (configs/language/gpt2.py, gfsa.table2's
 runs): not runnable here, they need the paper's GPU. The PTB cells name our counterpart
-(`gfsa_table25.step_counterpart`: one LRA Text training step at 1,024 tokens, the length of
+(`_gfsa_timing.step_counterpart`: one LRA Text training step at 1,024 tokens, the length of
 GPT-2's blocks, with softmax and with GFSA), which `python -m scripts.speed_tables --tables
 gfsa` measures and prints beside them; a different model, so compare the ratios. List the cells:
 
@@ -13,7 +13,7 @@ gfsa` measures and prints beside them; a different model, so compare the ratios.
 
 from __future__ import annotations
 
-from configs.tables import gfsa_table25
+from configs.tables._gfsa_timing import step_counterpart
 from configs.tables.gfsa_table2 import NEEDS as TASK_NEEDS  # Table 2's tasks
 from core.paper_tables import Table, grid
 
@@ -48,7 +48,7 @@ def get_table() -> Table:
             scale=1.0,
             needs=lambda _, column: NEEDS[column],
             note=lambda row, column: NOTES.get((row, column)),
-            **gfsa_table25.step_counterpart({"GPT2": "softmax", "GPT2 + GFSA": "gfsa"}, "PTB"),
+            **step_counterpart({"GPT2": "softmax", "GPT2 + GFSA": "gfsa"}, "PTB"),
         ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(

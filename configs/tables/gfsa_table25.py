@@ -2,19 +2,20 @@
 DeiT-S (12 and 24 layers), CaiT-S and Swin-S, with and without GFSA.
 
 Numbers: the paper's Table 25 (App. R), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-Nothing here is runnable yet (no vision domain; core/flops.py counts the LRA encoders only).
-The 12-layer DeiT-S runtimes name our counterpart (`step_counterpart`): one training step of the
-LRA Text encoder at 1,024 tokens with softmax and with GFSA, which
-`python -m scripts.speed_tables --tables gfsa` measures and prints beside them (a different
-model, so compare the ratios). List the cells:
+The FLOPs cells are computed exactly, as Table 12's (the authors' counter applied to the models
+configs/vision/imagenet.py builds: core.paper_exact.gfsa_code_gflops); the throughputs and
+runtimes are GPU timings of the paper's setting. The 12-layer DeiT-S runtimes name our
+counterpart (`step_counterpart`): one training step of the LRA Text encoder at 1,024 tokens with
+softmax and with GFSA, which `python -m scripts.speed_tables --tables gfsa` measures and prints
+beside them (a different model, so compare the ratios). List the cells:
 
     python -m scripts.reproduce gfsa.table25 --list
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
+from configs.tables import gfsa_table12
+from configs.tables._gfsa_timing import step_counterpart
 from core.paper_tables import Table, grid
 
 COLUMNS = ("FLOPs (G)", "Throughput (img/s)", "Runtime (s/epoch)")
@@ -37,36 +38,24 @@ ROWS = {
 }
 
 
-STEP = "core.speed:lra_text_step"  # steps/s of one LRA Text training step
-
-
-def step_counterpart(rows: Mapping[str, str], column: str) -> dict:
-    """`grid()` fields naming our counterpart of GFSA's overhead for the cells of `column` in
-    `rows` (row -> our mechanism, "softmax" or "gfsa"): one training step of the LRA Text
-    encoder at 1,024 tokens; the other cells name none. The GFSA tables 12 and 24-26 share it."""
-
-    def measured(row: str, col: str) -> bool:
-        return row in rows and col == column
-
-    return dict(
-        measure=lambda row, col: STEP if measured(row, col) else None,
-        measure_args=lambda row, col: (
-            {"attn": rows[row], "length": 1024} if measured(row, col) else {}
-        ),
+def runtime_needs(row: str) -> str:
+    """A training time of the paper's ImageNet-1k setting (Tables 25 and 39, Figure 3)."""
+    return (
+        "GPU timing of the paper's setting, which needs the ImageNet-1k training of "
+        f"{row.split()[0]} ({gfsa_table12.CONFIG[row]}) on the authors' RTX 3090s"
     )
 
 
-def task_needs(model: str) -> str:
-    return f"the ImageNet-1k task (vision domain) and a {model} model, not built yet"
-
-
-def needs(model: str, column: str) -> str:
+def needs(row: str, column: str) -> str | None:
     if column.startswith("FLOPs"):
-        return (
-            f"a FLOPs count of {model} at 224 x 224: a {model} model (vision domain), not built "
-            "yet, and a FLOPs counter for it (core/flops.py counts the LRA encoders only)"
-        )
-    return f"GPU timing of the paper's setting, which needs {task_needs(model)}"
+        return None  # computed (EXACT)
+    if column.startswith("Throughput"):
+        return gfsa_table12.throughput_needs(row.split()[0])
+    return runtime_needs(row)
+
+
+def _exact(row: str, column: str) -> bool:
+    return column.startswith("FLOPs")
 
 
 def get_table() -> Table:
@@ -81,7 +70,11 @@ def get_table() -> Table:
             COLUMNS,
             metric=lambda _, column: METRIC[column],
             scale=1.0,
-            needs=lambda row, column: needs(ROWS[row][0], column),
+            needs=needs,
+            exact=lambda row, column: gfsa_table12.EXACT[column] if _exact(row, column) else None,
+            exact_args=lambda row, column: (
+                {"config": gfsa_table12.CONFIG[row]} if _exact(row, column) else {}
+            ),
             **step_counterpart(
                 {"DeiT-S (12L)": "softmax", "DeiT-S + GFSA (12L)": "gfsa"}, "Runtime (s/epoch)"
             ),
@@ -94,7 +87,9 @@ def get_table() -> Table:
         notes=(
             "Backbone and #Layers go into the row labels; #Params (DeiT-S 22.0M / 43.3M, CaiT-S "
             "46.9M -> 47.0M with GFSA, Swin-S 49.6M) is a descriptive column, dropped.",
-            "The FLOPs and throughput columns repeat Table 12. Swin-S is listed with 24 layers "
+            "The FLOPs and throughput columns repeat Table 12; the FLOPs are computed as there "
+            "(the authors' counter, which never counts the GFSA filter; see gfsa.table12's notes "
+            "for our own count). Swin-S is listed with 24 layers "
             "here and in Table 12 but 12 in Tables 3 and 15 (Swin-S has 24 blocks; notes "
             "Sec. 6.19).",
             "Setting (notes Sec. 2.3): timm DeiT/CaiT/Swin recipes, RTX 3090 24GB (the GPU count "

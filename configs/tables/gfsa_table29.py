@@ -2,8 +2,8 @@
 GFSA, on the GLUE tasks.
 
 Numbers: the paper's Table 29 (App. S), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's GLUE evaluation: nothing here is runnable yet (no language
-domain). List the cells:
+These are GPU timings of the paper's GLUE evaluation: nothing here is runnable yet (no GLUE
+task, no BERT / ALBERT / RoBERTa encoder). List the cells:
 
     python -m scripts.reproduce gfsa.table29 --list
 """

@@ -3,7 +3,10 @@ GFSA, against the backbones and three anti-oversmoothing methods (AttnScale, Fea
 ContraNorm).
 
 Numbers: the paper's Table 3 (checked against the paper text), as extracted in
-../shared/papers/notes/gfsa.md Sec. 3. Nothing here is runnable yet (no vision domain); list the
+../shared/papers/notes/gfsa.md Sec. 3. The backbone and GFSA rows train the recipes of
+configs/vision/imagenet.py (`model=deit_s|deit_s24|cait_s24|swin_s`, `attn=gfsa` with the
+backbone's K; the same runs as Table 12's Top-1 cells, `gfsa_table12.CONFIG`), the quoted
+backbone rows included; the AttnScale, FeatScale and ContraNorm rows need their methods. List the
 cells and what they need:
 
     python -m scripts.reproduce gfsa.table3 --list
@@ -11,6 +14,7 @@ cells and what they need:
 
 from __future__ import annotations
 
+from configs.tables.gfsa_table12 import CONFIG  # the same rows: Table 12's recipes
 from core.paper_tables import Table, grid
 
 # The papers the table cites beside its rows ([n]: the GFSA paper's reference number).
@@ -46,6 +50,9 @@ CELL_NOTES = {
     "DeiT-S + GFSA (12L)": "K = 3 (Table 13: 81.12); the released code hard-codes K = 4 "
     "(Table 13: 80.86; notes Sec. 6, item 12).",
     "CaiT-S + GFSA (24L)": "K = 4 (Table 14: 82.84).",
+    "CaiT-S (24L)": "CaiT's own 82.6 comes from its 400-epoch recipe; our run trains GFSA's "
+    "CaiT-S24 recipe (500 epochs, configs/vision/common.py: CAIT_S24), the schedule of the GFSA "
+    "row (notes Sec. 6, item 11).",
 }
 
 NOTES = (
@@ -67,13 +74,21 @@ NOTES = (
     "(notes Sec. 6, item 11). The paper gives no K for the 24-layer DeiT-S and Swin-S (the "
     "released Swin code: 3).",
     "Every row reappears in Table 15 (gfsa.table15); the GFSA rows also in Table 12.",
+    "Our runs: each backbone and its GFSA row train the same recipe (configs/vision/imagenet.py: "
+    "DeiT-S 300 epochs, CaiT-S24 500 epochs as GFSA's code, Swin-S 300), so baseline and GFSA "
+    "share a schedule; K is the recipe's per backbone (configs/vision/common.py: GFSA_ORDER: "
+    "DeiT-S 3, CaiT-S 4, Swin-S 3), the K of the cell notes.",
 )
 
 
-def _needs(row: str) -> str:
-    needs = f"the ImageNet-1k task (vision domain) and a {row.split()[0]} model, not built yet"
-    method = row.split(" + ")[1].split(" (")[0] if " + " in row else "GFSA"
-    return needs + ("" if method == "GFSA" else f"; the {method} method, not implemented")
+def needs(row: str) -> str | None:
+    """What a row no recipe runs needs: the baseline method it adds to DeiT-S (Tables 3 and 15;
+    Table 15's other models are its own)."""
+    if row in CONFIG:
+        return None
+    method = row.split(" + ")[1].split(" (")[0]
+    depth = 24 if "(24L)" in row else 12
+    return f"the {method} method on the {depth}-layer DeiT-S, not implemented"
 
 
 def get_table() -> Table:
@@ -89,7 +104,8 @@ def get_table() -> Table:
             metric="test_best.accuracy",
             scale=100,
             quoted=lambda row, _: CITED[ROWS[row][1]] if ROWS[row][1] else None,
-            needs=lambda row, _: _needs(row),
+            config=lambda row, _: CONFIG.get(row),
+            needs=lambda row, _: needs(row),
             note=lambda row, _: CELL_NOTES.get(row),
         ),
         notes=NOTES,

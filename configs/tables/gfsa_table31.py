@@ -2,14 +2,16 @@
 and Swin-S, with and without GFSA.
 
 Numbers: the paper's Table 31 (App. S), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's ImageNet evaluation: nothing here is runnable yet (no vision
-domain). List the cells:
+These are GPU timings of the paper's ImageNet evaluation: not runnable here, they need the
+models trained by the recipes of Table 12 (configs/vision/imagenet.py, gfsa_table12.CONFIG)
+evaluated on the paper's GPU. List the cells:
 
     python -m scripts.reproduce gfsa.table31 --list
 """
 
 from __future__ import annotations
 
+from configs.tables.gfsa_table12 import CONFIG  # the same rows: Table 12's recipes
 from core.paper_tables import Table, grid
 
 COLUMN = "Inference Time (s)"
@@ -27,10 +29,10 @@ ROWS = {
 }
 
 
-def needs(model: str) -> str:
+def needs(row: str) -> str:
     return (
-        "GPU timing of the paper's setting, which needs the ImageNet-1k task (vision domain) "
-        f"and a {model} model, not built yet"
+        "GPU timing of the paper's setting, which needs the ImageNet-1k evaluation of a trained "
+        f"{ROWS[row][0]} ({CONFIG[row]}) on the authors' RTX 3090"
     )
 
 
@@ -46,7 +48,7 @@ def get_table() -> Table:
             (COLUMN,),
             metric="test.inference_seconds",
             scale=1.0,
-            needs=lambda row, _: needs(ROWS[row][0]),
+            needs=lambda row, _: needs(row),
         ),
         higher_is_better={COLUMN: False},
         notes=(

@@ -2,8 +2,9 @@
 PCQM4M and PCQM4Mv2.
 
 Numbers: the paper's Table 32 (App. S), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's Graphormer evaluation: nothing here is runnable yet (no
-graphs domain). List the cells:
+These are GPU timings of the paper's Graphormer evaluation: not runnable here, they need the
+trained models of Tables 4 and 5 (configs/graphs/zinc.py and pcqm.py) timed on the paper's GPU.
+List the cells:
 
     python -m scripts.reproduce gfsa.table32 --list
 """

@@ -2,7 +2,7 @@
 even-numbered layers only).
 
 Numbers: the paper's Table 35 (App. T), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-Nothing here is runnable yet (no language domain; GFSA_even itself exists as the `gfsa`
+Nothing here is runnable yet (no GLUE task, no BERT encoder; GFSA_even itself exists as the `gfsa`
 mechanism's `even_layers_only=True`). List the cells:
 
     python -m scripts.reproduce gfsa.table35 --list

@@ -2,8 +2,8 @@
 vs GFSA_even (even-numbered layers only).
 
 Numbers: the paper's Table 36 (App. T), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's GLUE fine-tuning: nothing here is runnable yet (no language
-domain). List the cells:
+These are GPU timings of the paper's GLUE fine-tuning: nothing here is runnable yet (no GLUE
+task, no BERT encoder). List the cells:
 
     python -m scripts.reproduce gfsa.table36 --list
 """

@@ -2,8 +2,8 @@
 with GFSA on all layers vs GFSA_even (even-numbered layers only).
 
 Numbers: the paper's Table 38 (App. T), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's GPT-2 fine-tuning: nothing here is runnable yet (no
-language domain). List the cells:
+These are GPU timings of the paper's GPT-2 fine-tuning (configs/language/gpt2.py, gfsa.table37's
+runs, GFSA_even being `even=1`): not runnable here, they need the paper's GPU. List the cells:
 
     python -m scripts.reproduce gfsa.table38 --list
 """

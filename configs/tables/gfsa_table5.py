@@ -3,7 +3,9 @@ with GFSA.
 
 Numbers: the paper's Table 5 (checked against the paper text), as extracted in
 ../shared/papers/notes/gfsa.md Sec. 3; Table 21 (gfsa.table21) repeats them with the standard
-deviation over 4 seeds. Nothing here is runnable yet (no graphs domain); list the cells:
+deviation over 4 seeds. Every cell trains Graphormer-base on the official OGB-LSC files
+(configs/graphs/pcqm.py:source=official,version=v1|v2, attn=softmax|gfsa; `config`); list the
+cells:
 
     python -m scripts.reproduce gfsa.table5 --list
 """

@@ -5,13 +5,16 @@ Numbers: the paper's Table 3 (checked against ../shared/papers/samsa.txt; notes 
 printed as fractions (AP 0.7221, where Table 1 prints 72.21). The caption says the baselines are
 "taken from their respective works and LRGB (Dwivedi et al., 2022)". The SAMSA rows train
 Graph-Bridge + SAMSA on LRGB's official files (`configs/graphs/peptides.py`, the k of Table 1's
-matching column); the baselines need their own models:
+matching column); the GraphGPS + LapPE row (quoted) trains GraphGPS's recipe there (`model=gps`,
+the runs of GFSA Table 6's GPS row, which prints the same numbers); the other baselines need their
+own models:
 
     python -m scripts.reproduce samsa.table3 --list
 """
 
 from __future__ import annotations
 
+from configs.tables.gfsa_table6 import GPS_RECIPES  # GraphGPS's recipe (graphs/gps.py)
 from core.paper_tables import Table, grid
 
 COLUMNS = ("Peptides-struct (MAE)", "Peptides-func (AP)")
@@ -27,7 +30,16 @@ SAMSA = {
 }
 
 
+# GraphGPS + LapPE: GFSA Table 6's GPS recipes (the same numbers, 0.2500 / 0.6535)
+GPS = {
+    "Peptides-struct (MAE)": GPS_RECIPES["Peptides-struct MAE"],
+    "Peptides-func (AP)": GPS_RECIPES["Peptides-func AP"],
+}
+
+
 def config(row: str, column: str) -> str | None:
+    if row == "GraphGPS + LapPE":
+        return GPS[column]
     args = SAMSA.get((row, column))
     return None if args is None else f"configs/graphs/peptides.py:source=official,{args}"
 
@@ -50,7 +62,7 @@ ROWS = {
         (0.2500, 0.0005),
         (0.6535, 0.0041),
         "Rampášek et al. 2023 (GraphGPS)",
-        "GraphGPS with LapPE",
+        None,  # configs/graphs/peptides.py:model=gps (GPS)
     ),
     "GRIT": ((0.2460, 0.0012), (0.6988, 0.0082), "Ma et al. 2023a (GRIT)", "GRIT"),
     "Graph ViT": ((0.2449, 0.0016), (0.6942, 0.0075), "He et al. 2023 (Graph ViT)", "Graph ViT"),
@@ -125,5 +137,8 @@ def get_table() -> Table:
             "Table 3 is 4-seed means where Table 1 appears to hold single runs, so the SAMSA "
             "numbers partly repeat Table 1 (hard struct 0.2458, soft struct 0.2519, hard func "
             "0.7221) and partly do not (soft func 0.7171) (notes Sec. 6, item 17).",
+            "GraphGPS + LapPE runs our GPS (graphs/gps.py, GraphGPS's Peptides recipe with LapPE; "
+            "LayerNorm where GraphGPS uses BatchNorm, see gfsa.table6's notes): the same runs as "
+            "GFSA Table 6's GPS cells, which print the same numbers.",
         ),
     )

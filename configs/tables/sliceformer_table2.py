@@ -153,7 +153,12 @@ def get_table() -> Table:
             "6.20; 3-seed means 37.47 / 64.50 / 61.75 / 48.11 / 82.06).",
             "Text uses 1,000 bytes per review (the LRA code's max_length; notes Sec. 6.16).",
             "Path-X (Pathfinder-128, 16,384 tokens): FAIL for every model, so no number; our "
-            "cells run it (`resolution=128`) and should sit at chance (50%).",
+            "cells run it (`resolution=128`, its own cpu preset in configs/lra/pathfinder.py: "
+            "4,000 generated images, 150 steps at batch 8) and should sit at chance (50%).",
+            "Transformer / Path-X is not run at the cpu preset: dense attention over 16,384 "
+            "tokens measured ~35 s per training example on the 2-core CPU (9.1 GB at batch 1; "
+            "batch 4 asks for 26 GB) and softmax_chunked ~12 s, so even the preset's 1,200 "
+            "examples would take 4-12 hours; it runs where an accelerator is lent.",
             "Avg. Acc = mean of the five task columns (Path-X excluded).",
         ),
     )

@@ -14,7 +14,8 @@ rows run configs/vision/imagenet.py's Swin-T (`window=14`, `ssa=S10|S6`, `ft=1`;
 
     python -m scripts.reproduce ssa.table2 --list
 
-This module also holds the `needs` wording the other SSA tables share for the image runs.
+This module also holds what the other SSA tables share for the image runs: the Swin-T recipes
+(`imagenet_config`) and the GPU `needs` wording (`GPU_NEEDS`).
 """
 
 from __future__ import annotations
@@ -22,11 +23,6 @@ from __future__ import annotations
 from configs.tables.ssa_table1 import SPEED_COUNTERPART, compute_cell, counterpart, gpu_needs
 from core.paper_tables import Cell, Table
 
-TASK_NEEDS = {
-    "ImageNet-1K": (
-        "the ImageNet-1K classification task (vision domain) and a Swin-T model, not built yet"
-    ),
-}
 CIFAR_RECIPE = "configs/language/cifar10.py:source=official"
 # CIFAR-10 row -> its recipe (configs/language/cifar10.py on the official pickles)
 CIFAR_CONFIG = {

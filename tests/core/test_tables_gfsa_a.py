@@ -6,29 +6,31 @@ import statistics
 
 import pytest
 
+from configs.tables import gfsa_table12, gfsa_table17
 from core import config as config_lib
 from core import paper_tables
 
 KEYS = ["gfsa.fig1", "gfsa.fig3"] + [f"gfsa.table{i}" for i in range(1, 21) if i != 19]
 
-# Every `needs` of these tables is one of these phrasings (the same missing piece, the same words).
+# Every `needs` of the tables nothing of which runs is one of these phrasings (the same missing
+# piece, the same words).
 NEEDS_PATTERNS = [
     r"the GLUE task \(language domain\) and an? (BERT|ALBERT|RoBERTa)-base encoder, not built yet"
     r"(; the ContraNorm layer, not implemented)?",
-    # still gfsa.fig1's PTB bar (configs/tables/gfsa_fig1.py; gfsa.table2 runs it now)
-    r"the (PTB|WikiText-2|WikiText-103|PTB, WikiText-2 and WikiText-103) causal "
-    r"language-modelling tasks? \(language domain\) and a GPT-2 decoder, not built yet",
-    r"(GPU timing of the paper's setting, which needs |a FLOPs count of \S+ at 224 x 224 "
-    r"\(core/flops.py counts the LRA encoders only\), which needs )?the ImageNet-1k task \(vision "
-    r"domain\) and a \S+ model, not built yet(; the \w+ method, not implemented)?",
-    r"the (ZINC|PCQM4M|PCQM4Mv2) task \(graphs domain\) and a Graphormer encoder, not built yet",
-    r"the (LRGB Peptides-func|LRGB Peptides-struct|MNIST superpixel|CIFAR10 superpixel|"
-    r"ogbg-molhiv|ogbg-moltox21|ZINC) task \(graphs domain\) and a (GPS|Graph-ViT) model, "
-    r"not built yet",
+    # Tables 17 / 18: the ContraNorm setting's recipe (configs/tables/gfsa_table17.py)
+    re.escape(gfsa_table17.RECIPE_NEEDS) + r"(; a DeiT-T model, not built|; a 16-layer DeiT-S "
+    r"\(model=deit_s / deit_s24 have 12 / 24 layers\), not built)?"
+    r"(; the ContraNorm method, not implemented)?",
     r"the LibriSpeech (100h|960h) ASR task \(speech domain\) and a (Transformer|Branchformer) ASR "
     r"model, not built yet",
     r"the Devign defect-detection task \(code domain\) and a \S+ model, not built yet",
 ]
+# GFSA Table 6's cells that do not run: the tasks (superpixels, OGB) and Graph-ViT.
+TABLE6_NEEDS = (
+    r"(the (MNIST superpixel|CIFAR10 superpixel|ogbg-molhiv|ogbg-moltox21) task|a Graph-ViT model"
+    r"|the (MNIST superpixel|CIFAR10 superpixel|ogbg-molhiv|ogbg-moltox21) task and a Graph-ViT "
+    r"model) \(graphs domain\), not built yet"
+)
 
 
 def _column(table, column, rows=None):
@@ -43,6 +45,9 @@ def test_every_table_is_there_and_table19_is_not():
 
 RUNNABLE = ("gfsa.table4", "gfsa.table5", "gfsa.table12", "gfsa.table13", "gfsa.table14")
 RUNNABLE += ("gfsa.table6", "gfsa.table20", "gfsa.table2", "gfsa.table11")
+# ImageNet-1k: the DeiT-S / CaiT-S / Swin-S recipes (configs/vision/imagenet.py); Figure 1's bars
+# whose two cells run name the command (`elsewhere`)
+RUNNABLE += ("gfsa.table3", "gfsa.table15", "gfsa.table16", "gfsa.fig3", "gfsa.fig1")
 
 
 @pytest.mark.parametrize("key", [k for k in KEYS if k not in RUNNABLE])
@@ -197,7 +202,13 @@ def test_graph_tables():
     assert t6.cell("GPS + GFSA", "ZINC MAE").config == (
         "configs/graphs/zinc.py:model=gps,source=official,attn=gfsa"
     )
-    assert all(c.runnable or re.fullmatch(NEEDS_PATTERNS[4], c.needs) for c in t6.cells)
+    assert all(c.runnable or re.fullmatch(TABLE6_NEEDS, c.needs) for c in t6.cells)
+    assert t6.cell("GPS", "MNIST Acc").needs == (
+        "the MNIST superpixel task (graphs domain), not built yet"
+    )
+    assert (
+        t6.cell("Graph-ViT", "ZINC MAE").needs == "a Graph-ViT model (graphs domain), not built yet"
+    )
     assert t6.cell("GPS", "Molhiv ROCAUC") is None  # "-" in the paper
     assert t6.cell("Graph-ViT", "ZINC MAE").paper_std == 0.0047
     assert t6.cell("Graph-ViT", "Peptides-func AP").quoted is None  # the † cell: their run
@@ -281,3 +292,74 @@ def test_k_sweeps_run_the_recipe_with_each_k(key, model, ks):
         loaded = config_lib.load(config)
         assert loaded.attention.order == k
         assert loaded.attention.talking_heads == (model == "cait_s24")
+
+
+def test_imagenet_tables_train_table12s_recipes_and_name_what_else_they_need():
+    t3, t15, t16 = (paper_tables.load(f"gfsa.table{n}") for n in (3, 15, 16))
+    for t in (t3, t15, t16):
+        paper_tables.validate(t)
+    # Tables 3 and 15: the backbone and GFSA rows (quoted ones too) run Table 12's recipes
+    for t in (t3, t15):
+        runnable = {c.row for c in t.cells if c.runnable}
+        assert runnable == set(gfsa_table12.CONFIG)
+        for row, config in gfsa_table12.CONFIG.items():
+            assert t.cell(row, "Top-1 Acc").config == config
+    assert t3.cell("DeiT-S (12L)", "Top-1 Acc").quoted  # quoted, and still run
+    assert t3.cell("CaiT-S + GFSA (24L)", "Top-1 Acc").config.endswith("model=cait_s24,attn=gfsa")
+    assert t3.cell("DeiT-S + ContraNorm (24L)", "Top-1 Acc").needs == (
+        "the ContraNorm method on the 24-layer DeiT-S, not implemented"
+    )
+    assert t15.cell("DeiT-S + HAT (12L)", "Top-1 Acc").needs == (
+        "the HAT method on the 12-layer DeiT-S, not implemented"
+    )
+    assert "model=grf_vit" in t15.cell("ViT-B/16", "Top-1 Acc").needs
+    assert t15.cell("ResNet-152", "Top-1 Acc").needs.endswith("not built yet")
+    gain = t15.cell("DeiT-S + GFSA (12L)", "Top-1 gain (pts)")
+    assert not gain.runnable and gain.needs == gfsa_table12.GAIN_NEEDS
+    # Table 16: the 12-layer DeiT-S rows, top-1 and top-5 from the same runs
+    for row, arg in (("DeiT-S", ""), ("DeiT-S + GFSA", ",attn=gfsa")):
+        for column, metric in (("Top-1 Acc", "accuracy"), ("Top-5 Acc", "top5_accuracy")):
+            cell = t16.cell(row, column)
+            assert cell.config == "configs/vision/imagenet.py:model=deit_s" + arg
+            assert cell.metric == f"test_best.{metric}"
+    assert {c.row for c in t16.cells if c.runnable} == {"DeiT-S", "DeiT-S + GFSA"}
+    assert "NeuTRENO method" in t16.cell("DeiT-S + NeuTRENO", "Top-1 Acc").needs
+    # Tables 17 / 18: another recipe, so nothing runs; the 16-layer and DeiT-T cells say so
+    t17 = paper_tables.load("gfsa.table17")
+    assert "77.32" in t17.cell("DeiT-S", "12 layers").needs
+    assert "16-layer DeiT-S" in t17.cell("DeiT-S + GFSA", "16 layers").needs
+    assert "DeiT-T model" in t17.cell("DeiT-T", "24 layers").needs
+
+
+def test_figure1_bars_name_the_runs_of_their_two_cells():
+    f1 = paper_tables.load("gfsa.fig1")
+    paper_tables.validate(f1)
+    elsewhere = {r.split(" (")[0]: f1.cell(r, "Improvement (%)").elsewhere for r in f1.rows}
+    assert elsewhere["Image classification"].startswith(
+        "python -m scripts.reproduce gfsa.table3 --cells 'DeiT-S (12L)' 'DeiT-S + GFSA (12L)'"
+    )
+    assert elsewhere["Causal language modelling"].startswith(
+        "python -m scripts.reproduce gfsa.table2 --cells GPT2/PTB 'GPT2 + GFSA/PTB'"
+    )
+    assert elsewhere["Graph regression"].startswith("python -m scripts.reproduce gfsa.table4 ")
+    for c in f1.cells:
+        assert not c.runnable
+        assert bool(c.elsewhere) != bool(c.needs)
+        assert c.elsewhere or any(re.fullmatch(p, c.needs) for p in NEEDS_PATTERNS), c.needs
+    # the bars' source cells run in their tables
+    t3 = paper_tables.load("gfsa.table3")
+    assert t3.cell("DeiT-S (12L)", "Top-1 Acc").runnable
+    assert t3.cell("DeiT-S + GFSA (12L)", "Top-1 Acc").runnable
+
+
+def test_figure3_and_table39_run_the_deit_s_top1_cells_only():
+    f3, t39 = paper_tables.load("gfsa.fig3"), paper_tables.load("gfsa.table39")
+    for t in (f3, t39):
+        paper_tables.validate(t)
+        runnable = {(c.row, c.column): c.config for c in t.cells if c.runnable}
+        assert runnable == {
+            ("DeiT-S", "Top-1 Acc"): gfsa_table12.CONFIG["DeiT-S (12L)"],
+            ("DeiT-S + GFSA", "Top-1 Acc"): gfsa_table12.CONFIG["DeiT-S + GFSA (12L)"],
+        }
+        assert "even_layers_only" in t.cell("DeiT-S + GFSA_even", "Top-1 Acc").needs
+        assert t.cell("DeiT-S", "Runtime (s/epoch)").needs.startswith("GPU timing")

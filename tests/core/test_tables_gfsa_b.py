@@ -18,8 +18,11 @@ def test_table_loads_validates_and_every_cell_is_runnable_or_says_what_it_needs(
         assert c.runnable or c.needs or c.mean_of  # an Avg cell: the mean of runnable ones
         assert c.paper is not None  # every cell of these tables has a printed number
     runnable = sum(c.runnable for c in t.cells)
-    # Table 37: GPT-2 fine-tuning (configs/language/gpt2.py), 3 rows x 3 datasets (+ Avg)
-    assert runnable == {"gfsa.table40": 8, "gfsa.table21": 10, "gfsa.table37": 9}.get(key, 0)
+    # Table 37: GPT-2 fine-tuning (configs/language/gpt2.py), 3 rows x 3 datasets (+ Avg);
+    # Table 25: the FLOPs of the 8 ImageNet recipes; Table 39: DeiT-S and DeiT-S + GFSA top-1
+    counts = {"gfsa.table40": 8, "gfsa.table21": 10, "gfsa.table37": 9}
+    counts |= {"gfsa.table25": 8, "gfsa.table39": 2}
+    assert runnable == counts.get(key, 0)
 
 
 def test_table21_holds_means_and_stds_lower_is_better():
@@ -126,7 +129,14 @@ def test_imagenet_tables():
         "Throughput (img/s)": True,
         "Runtime (s/epoch)": False,
     }
-    assert "FLOPs count of DeiT-S" in t25.cell("DeiT-S (12L)", "FLOPs (G)").needs
+    flops = t25.cell("DeiT-S (12L)", "FLOPs (G)")  # as Table 12's: the authors' counter
+    assert flops.exact == "core.paper_exact:gfsa_code_gflops"
+    assert flops.exact_args == {"config": "configs/vision/imagenet.py:model=deit_s"}
+    assert "model=swin_s,attn=gfsa" in t25.cell("Swin-S + GFSA", "Runtime (s/epoch)").needs
+    assert t25.cell("Swin-S", "Throughput (img/s)").needs.startswith("GPU timing")
+    assert "model=cait_s24" in (
+        paper_tables.load("gfsa.table31").cell("CaiT-S (24L)", "Inference Time (s)").needs
+    )
     assert (
         paper_tables.load("gfsa.table31").cell("CaiT-S + GFSA (24L)", "Inference Time (s)").paper
         == 107

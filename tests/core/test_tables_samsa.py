@@ -62,7 +62,12 @@ def test_table3_peptides_with_stds():
     assert t.cell("24-layer hard-SAMSA", "Peptides-func (AP)").quoted is None
     assert t.higher_is_better["Peptides-struct (MAE)"] is False
     assert all(c.paper_std is not None for c in t.cells)
-    assert _runnable(t) == 4  # the SAMSA rows: Graph-Bridge on LRGB's official files
+    # the SAMSA rows: Graph-Bridge on LRGB's official files; GraphGPS + LapPE: GPS's recipe
+    assert _runnable(t) == 6
+    assert t.cell("GraphGPS + LapPE", "Peptides-func (AP)").config == (
+        "configs/graphs/peptides.py:kind=func,model=gps,source=official"
+    )
+    assert t.cell("GraphGPS + LapPE", "Peptides-struct (MAE)").quoted
     assert t.cell("24-layer hard-SAMSA", "Peptides-func (AP)").config == (
         "configs/graphs/peptides.py:source=official,kind=func,k=256,mode=hard"
     )
