@@ -20,6 +20,7 @@ __all__ = [
     "git_revision",
     "device_info",
     "provenance",
+    "write_record",
 ]
 
 
@@ -141,6 +142,16 @@ def provenance(command: str) -> dict:
     return dict(
         device=device_info(), versions=versions(), git_revision=git_revision(), command=command
     )
+
+
+def write_record(out, name: str, rec: dict, markdown, command: str) -> str:
+    """A benchmark script's output: `rec` with `provenance(command)` added, written atomically to
+    `<out>/<name>.json`, and `markdown(rec)` to `<out>/<name>.md`; returns the markdown."""
+    rec.update(provenance(command.strip()))
+    write_json(f"{out}/{name}.json", rec)
+    text = markdown(rec)
+    write_text(f"{out}/{name}.md", text)
+    return text
 
 
 def device_info() -> dict:

@@ -82,10 +82,8 @@ def main(argv) -> int:
         num_peptides=args.num_peptides or None,
         batch=args.batch or None,
     )
-    rec.update(io.provenance("python -m scripts.graph_pe_timing " + " ".join(argv)))
-    io.write_json(f"{args.out}/samsa_table4.json", rec)
-    io.write_text(f"{args.out}/samsa_table4.md", markdown(rec))
-    print(markdown(rec), end="")
+    command = "python -m scripts.graph_pe_timing " + " ".join(argv)
+    print(io.write_record(args.out, "samsa_table4", rec, markdown, command), end="")
     return 0
 
 

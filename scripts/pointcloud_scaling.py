@@ -41,10 +41,9 @@ def main(argv) -> int:
 
     rec = scaling.measure(args.sizes, dim=args.dim, reps=args.reps)
     command = "python -m scripts.pointcloud_scaling " + " ".join(argv)
-    rec["command"] = command.strip()
-    io.write_json(f"{args.out}/pointcloud_scaling.json", rec)
-    text = scaling.markdown(rec, rec["command"])
-    io.write_text(f"{args.out}/pointcloud_scaling.md", text)
+    text = io.write_record(
+        args.out, "pointcloud_scaling", rec, lambda r: scaling.markdown(r, r["command"]), command
+    )
     scaling.plot(rec, f"{args.out}/pointcloud_scaling.png")
     print(text, end="")
     return 0

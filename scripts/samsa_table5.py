@@ -43,11 +43,8 @@ def main(argv) -> int:
         data_dir=args.data_dir,
         repeats=args.repeats,
     )
-    rec.update(io.provenance("python -m scripts.samsa_table5 " + " ".join(argv)))
-    io.write_json(f"{args.out}/samsa_table5.json", rec)
-    text = timing.markdown(rec)
-    io.write_text(f"{args.out}/samsa_table5.md", text)
-    print(text)
+    command = "python -m scripts.samsa_table5 " + " ".join(argv)
+    print(io.write_record(args.out, "samsa_table5", rec, timing.markdown, command))
     return 0
 
 

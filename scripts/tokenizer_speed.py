@@ -149,10 +149,8 @@ def main(argv) -> int:
     if args.megabytes <= 0:
         raise errors.ConfigError(f"--megabytes {args.megabytes}: must be positive")
     rec = measure(args.megabytes, args.source_dir)
-    rec.update(io.provenance("python -m scripts.tokenizer_speed " + " ".join(argv)))
-    io.write_json(f"{args.out}/tokenizer_speed.json", rec)
-    io.write_text(f"{args.out}/tokenizer_speed.md", markdown(rec))
-    print(markdown(rec), end="")
+    command = "python -m scripts.tokenizer_speed " + " ".join(argv)
+    print(io.write_record(args.out, "tokenizer_speed", rec, markdown, command), end="")
     return 0
 
 
