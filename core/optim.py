@@ -23,6 +23,7 @@ _FACTORS = (
     "rsqrt_normalized_decay",
     "cosine_decay",
     "linear_decay",
+    "piecewise_constant",
 )
 
 
@@ -35,6 +36,17 @@ def _factor_schedule(cfg: ml_collections.ConfigDict, lr: float, total_steps: int
             f"{', '.join(_FACTORS)} (joined by *) or warmup_cosine"
         )
     warmup = float(cfg.warmup_steps)
+    boundaries = tuple(cfg.get("boundaries", ()))
+    scales = tuple(cfg.get("scales", ()))
+    if "piecewise_constant" in factors and (
+        not boundaries
+        or len(boundaries) != len(scales)
+        or any(b <= a for a, b in zip(boundaries, boundaries[1:], strict=False))
+    ):
+        raise errors.ConfigError(
+            f"config.schedule: piecewise_constant needs increasing config.schedule.boundaries "
+            f"(steps) and as many config.schedule.scales; got {boundaries} and {scales}"
+        )
 
     base = lr
 
@@ -57,6 +69,9 @@ def _factor_schedule(cfg: ml_collections.ConfigDict, lr: float, total_steps: int
             elif name == "linear_decay":
                 frac = jnp.clip((step - warmup) / max(total_steps - warmup, 1), 0.0, 1.0)
                 lr = lr * (1.0 - frac)
+            elif name == "piecewise_constant":  # optax.piecewise_constant_schedule's rule
+                for boundary, s in zip(boundaries, scales, strict=True):
+                    lr = lr * jnp.where(step >= boundary, s, 1.0)
         return lr
 
     return schedule
@@ -67,7 +82,8 @@ def make_schedule(cfg: ml_collections.ConfigDict, lr: float, total_steps: int) -
 
     `cfg.name` is `warmup_cosine` (optax: linear warmup to `lr`, cosine to `lr * end_factor`)
     or a `*`-product of LRA factors (`constant`, `linear_warmup`, `rsqrt_decay`,
-    `rsqrt_normalized_decay`, `cosine_decay`, `linear_decay`).
+    `rsqrt_normalized_decay`, `cosine_decay`, `linear_decay`) and `piecewise_constant`: the lr
+    times `cfg.scales[i]` from step `cfg.boundaries[i]` on, cumulatively (a step drop).
     """
     if cfg.name == "warmup_cosine":
         return optax.warmup_cosine_decay_schedule(

@@ -79,14 +79,15 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.log_every = 100
     c.best_metric = "rollout_mse"  # [ours] the mean position error over the rollout steps
     c.best_mode = "min"
-    c.optimizer.lr = 1e-4  # [E4] 1e-4 from step 1000 to 100k (see the schedule below)
+    c.optimizer.lr = 3e-4  # [E4] 3e-4 until step 1000 ...
     c.optimizer.weight_decay = 1e-3  # [E4] AdamW, weight decay 1e-3
     c.optimizer.grad_clip_norm = 0.01  # [E4] gradient-norm clip 0.01
-    # [E4] lr 3e-4 until step 1000, then 1e-4: core.optim has no step-drop factor, so the
-    # recipe runs the 1e-4 phase (99% of the steps) from the start; the short presets use a
-    # linear warm-up instead (`short_run`).
-    c.schedule.name = "constant*linear_warmup"
+    # [E4] ... then 1e-4 until step 100k (no warm-up stated); the scaled presets use a linear
+    # warm-up instead (`short_run`).
+    c.schedule.name = "constant*linear_warmup*piecewise_constant"
     c.schedule.warmup_steps = 0
+    c.schedule.boundaries = (1_000,)
+    c.schedule.scales = (1 / 3,)
     if args.attn:
         common.swap_attention(c, args.attn)
     common.scale(c, PRESETS)

@@ -2,6 +2,7 @@
 
 import ml_collections
 import numpy as np
+import optax
 import pytest
 
 from core import data, errors, optim, tasks
@@ -34,6 +35,33 @@ def test_lra_cosine_and_optax_warmup_cosine():
 def test_unknown_schedule_factor():
     with pytest.raises(ValueError, match=r"config.schedule.name=.*unknown factor"):
         _sched("constant*rsqrt_decy")
+
+
+def test_piecewise_constant_step_drop():
+    """HD-VPD's 3e-4 until step 1000, then 1e-4 (configs/pointcloud/dynamics.py), and two drops
+    compounding as optax.piecewise_constant_schedule's do."""
+    from core import config as config_lib
+
+    c = config_lib.load("configs/pointcloud/dynamics.py")
+    f = optim.make_schedule(c.schedule, c.optimizer.lr, total_steps=c.total_steps)
+    for step, lr in ((0, 3e-4), (999, 3e-4), (1000, 1e-4), (99_999, 1e-4)):
+        np.testing.assert_allclose(float(f(step)), lr, rtol=1e-6)
+    cfg = ml_collections.ConfigDict(
+        dict(name="constant*piecewise_constant", warmup_steps=0, boundaries=(10, 20),
+             scales=(0.5, 0.1))
+    )  # fmt: skip
+    g = optim.make_schedule(cfg, 2.0, total_steps=100)
+    ref = optax.piecewise_constant_schedule(2.0, {10: 0.5, 20: 0.1})
+    for step in (0, 9, 10, 19, 20, 99):
+        np.testing.assert_allclose(float(g(step)), float(ref(step)), rtol=1e-6)
+    for bad in (dict(boundaries=(), scales=()), dict(boundaries=(5, 3), scales=(1, 1)),
+                dict(boundaries=(5,), scales=(1, 1))):  # fmt: skip
+        with cfg.unlocked():
+            cfg.update(bad)
+        with pytest.raises(errors.ConfigError, match="piecewise_constant needs increasing"):
+            optim.make_schedule(cfg, 1.0, total_steps=100)
+    cpu = config_lib.load("configs/pointcloud/dynamics.py:preset=cpu")  # short_run drops it
+    assert cpu.schedule.name == "constant*linear_warmup" and cpu.schedule.boundaries == ()
 
 
 def _split(n=50):
