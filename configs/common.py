@@ -226,6 +226,8 @@ def short_run(c, *, steps: int, eval_every: int, lr_peak: float) -> None:
     warm-up 10% of the run; the LRA rsqrt factor's constant is set so its peak is `lr_peak`; a
     recipe's step drops (`piecewise_constant`) are left out."""
     c.total_steps, c.eval_every, c.log_every = steps, eval_every, min(50, eval_every)
+    if "epochs" in c:  # an epoch-based recipe: the short run counts steps
+        c.epochs = 0
     if "piecewise_constant" in c.schedule.name:  # a recipe's step drops: not in a short run
         factors = [f for f in c.schedule.name.split("*") if f.strip() != "piecewise_constant"]
         c.schedule.name = "*".join(factors)

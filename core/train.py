@@ -18,6 +18,12 @@ current buffers, and records its metrics as `ema_<name>` beside the raw model's,
 run's metrics and pick the best checkpoint (DeiT evaluates the raw model). Repeated
 augmentation, `config.data.repeated_aug`, is the input pipeline's (`core.data.train_iterator`).
 
+Epoch-based recipes: where a config has `config.epochs > 0` (a field only such recipes define),
+the run's length comes from its data: `total_steps = epochs * ceil(train examples / batch_size)`
+and `eval_every` = that many steps per `config.eval_every_epochs` epochs (default 1), resolved
+once the data is loaded (`with_epochs`); `config.total_steps` and `config.eval_every` are then the
+recipe's estimates, kept in `config.json`, and the summary's `epochs` says what was run.
+
 Precision: `config.model.dtype` is the compute dtype of the model's activations (`core.layers`);
 parameters, optimizer state, gradients, loss and metrics are float32 whatever it is. "auto" is
 resolved at the start of a run for this backend (bfloat16 on GPU/TPU, float32 on CPU;
@@ -128,6 +134,20 @@ def with_resolved_dtype(config, platform: str | None = None):
     return config
 
 
+def with_epochs(config, num_train: int):
+    """`config` itself, or where `config.epochs > 0` a copy whose `total_steps` is `epochs`
+    epochs of `num_train` examples at `config.batch_size` (the last batch of an epoch partial)
+    and whose `eval_every` is `config.eval_every_epochs` (default 1) epochs."""
+    epochs = int(config.get("epochs", 0) or 0)
+    if epochs <= 0:
+        return config
+    per_epoch = -(-int(num_train) // int(config.batch_size))
+    config = copy.deepcopy(config)
+    config.total_steps = epochs * per_epoch
+    config.eval_every = per_epoch * int(config.get("eval_every_epochs", 1))
+    return config
+
+
 def _check_config(config, workdir: pathlib.Path, requested_dtype=None) -> None:
     """Refuses a workdir that holds a run (finished or not) started with a different config."""
     path = workdir / "config.json"
@@ -208,6 +228,14 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         f"data: {ds.source}, train {len(ds.train)} / val {len(ds.val)} / test {len(ds.test)} "
         f"examples ({time.perf_counter() - t0:.1f}s)"
     )
+    stored = config  # config.json keeps the recipe's fields; epochs resolve from the data
+    config = with_epochs(config, len(ds.train))
+    if config is not stored:
+        _log(
+            f"epochs: {config.epochs} x {config.eval_every // config.get('eval_every_epochs', 1)}"
+            f" steps of {config.batch_size} = {config.total_steps} steps (from "
+            f"{len(ds.train)} training examples; the recipe estimated {stored.total_steps})"
+        )
     train_iter = data.train_iterator(
         ds.train,
         batch_size=config.batch_size,
@@ -224,7 +252,7 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
     # ---- model and optimizer ---------------------------------------------------------------
     graphdef, state, optimizer, schedule = init_state(task, config, replicated)
     if not (workdir / "config.json").exists() and pid == 0:
-        io.write_json(workdir / "config.json", config.to_dict())  # data and model are built
+        io.write_json(workdir / "config.json", stored.to_dict())  # data and model are built
     num_params = int(sum(x.size for x in jax.tree.leaves(state["params"])))
     precision = _precision(config, state, requested_dtype)
     _log(
@@ -448,6 +476,18 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         "preset": config.get("preset"),
         "steps": step,
         "best_step": best_step,
+        **(
+            {
+                "epochs": {
+                    "epochs": config.epochs,
+                    "steps_per_epoch": config.eval_every // config.get("eval_every_epochs", 1),
+                    "total_steps": config.total_steps,
+                    "recipe_total_steps": stored.total_steps,
+                }
+            }
+            if config is not stored
+            else {}
+        ),
         "metrics": {
             # The training metrics averaged over the last `log_every` steps (dropout on):
             # the "train MAE" graph papers print beside the validation MAE.

@@ -77,6 +77,8 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
     for field in ("batch_size", "eval_batch_size", "total_steps", "eval_every", "log_every"):
         r(c, "config.", field, pos, "must be an integer >= 1")
     r(c, "config.", "data_workers", nonneg, "must be an integer >= 0")
+    r(c, "config.", "epochs", nonneg, "must be an integer >= 0 (0: config.total_steps counts)")
+    r(c, "config.", "eval_every_epochs", pos, "must be an integer >= 1")
     r(c, "config.", "best_mode", lambda v: v in ("max", "min"), "must be 'max' or 'min'")
     r(
         c,

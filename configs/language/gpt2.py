@@ -51,8 +51,9 @@ ORDER = {"ptb": 7, "wikitext-2": 9, "wikitext-103": 3}
 EPOCHS = {"ptb": 15, "wikitext-2": 10, "wikitext-103": 4}
 # Training blocks of 1,024 GPT-2 BPE tokens per epoch ([hf] run_clm concatenates the texts and
 # drops the remainder). WikiText-2 (raw): 2,318 as run_clm logs it [recalled, not re-counted];
-# PTB and WikiText-103 are estimates (~1.1M and ~120M BPE tokens) [estimate]: the run's data
-# description gives the real token count; set --config.total_steps from it.
+# PTB and WikiText-103 are estimates (~1.1M and ~120M BPE tokens) [estimate]. They only give
+# the config's total_steps / eval_every before the data is read: a run trains `config.epochs`
+# epochs of the training windows it finds (core.train.with_epochs; the summary's `epochs`).
 TRAIN_BLOCKS = {"ptb": 1_050, "wikitext-2": 2_318, "wikitext-103": 117_000}
 BATCH = 4  # [gfsa] batch size 4
 
@@ -128,8 +129,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.seed = 2023  # [gfsa] seed 2023
     c.batch_size = BATCH
     c.eval_batch_size = 8
-    c.total_steps = steps(args.dataset)
-    c.eval_every = math.ceil(TRAIN_BLOCKS[args.dataset] / BATCH)  # [gfsa] every epoch
+    c.epochs = EPOCHS[args.dataset]  # [gfsa] epochs; the steps follow from the data
+    c.eval_every_epochs = 1  # [gfsa] validation after every epoch
+    c.total_steps = steps(args.dataset)  # the estimate (TRAIN_BLOCKS), replaced by the run's
+    c.eval_every = math.ceil(TRAIN_BLOCKS[args.dataset] / BATCH)
     c.log_every = 100
     # [gfsa] validation perplexity of the last epoch
     c.best_metric, c.best_mode = "perplexity", "min"

@@ -340,3 +340,36 @@ def test_ssa_dense_finetuning_phase_trains_with_dense_attention(tmp_path):
     assert all(
         not np.isclose(a, b, rtol=1e-4) for a, b in zip(mixed[3:], sparse_ssa[3:], strict=True)
     )
+
+
+def test_with_epochs_counts_steps_from_the_training_examples():
+    c = config_lib.load(TOY)
+    assert train.with_epochs(c, 200) is c  # no epochs field: the config's steps
+    with c.unlocked():
+        c.epochs, c.eval_every_epochs = 3, 2
+    r = train.with_epochs(c, 33)  # batch 16: 3 steps per epoch, the last one partial
+    assert (r.total_steps, r.eval_every) == (9, 6) and (c.total_steps, c.eval_every) == (12, 4)
+    with c.unlocked():
+        c.epochs = 0
+    assert train.with_epochs(c, 33) is c
+
+
+def test_epoch_based_run_takes_its_length_from_the_data(tmp_path):
+    """`config.epochs`: the run trains epochs x ceil(train / batch) steps and evaluates after
+    every epoch, whatever the recipe's estimated total_steps; config.json keeps the recipe's
+    fields, so the same config resumes in the same workdir."""
+    c = config_lib.load(TOY)
+    with c.unlocked():
+        c.epochs, c.eval_every_epochs = 2, 1
+        c.batch_size, c.async_checkpoints = 64, False
+    s = train.train_and_evaluate(c, tmp_path / "run")
+    per = -(-s["num_examples"]["train"] // 64)  # 200 examples: 4 steps per epoch
+    assert per == 4 and s["steps"] == 2 * per
+    assert s["epochs"] == {
+        "epochs": 2, "steps_per_epoch": per, "total_steps": 2 * per, "recipe_total_steps": 12
+    }  # fmt: skip
+    assert [r["step"] for r in _records(tmp_path / "run", "val")] == [per, 2 * per]
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["total_steps"] == 12
+    (tmp_path / "run" / "summary.json").unlink()
+    again = train.train_and_evaluate(c, tmp_path / "run")  # resumes its last checkpoint
+    assert again["steps"] == 2 * per and again["metrics"]["test_best"] == s["metrics"]["test_best"]
