@@ -354,6 +354,7 @@ def test_with_epochs_counts_steps_from_the_training_examples():
     assert train.with_epochs(c, 33) is c
 
 
+@pytest.mark.slow  # ~12 s; fast sibling: test_with_epochs_counts_steps_from_the_training_...
 def test_epoch_based_run_takes_its_length_from_the_data(tmp_path):
     """`config.epochs`: the run trains epochs x ceil(train / batch) steps and evaluates after
     every epoch, whatever the recipe's estimated total_steps; config.json keeps the recipe's
