@@ -11,7 +11,8 @@ Config argument (comma-separated `key=value`):
     model=transformer|samsa|sliceformer|gfsa   the recipe (configs/lra/base.py)
     attn=<mechanism>          any name in `attention.names()`; default: the recipe's
     k=128, mode=hard|soft     SAMSA's sampled tokens per head and sampler (model=samsa)
-    resolution=32|128         Pathfinder-32 or Path-X (LRA's pathfinder128)
+    resolution=32|128         Pathfinder-32 or Path-X (LRA's pathfinder128; its scaled presets
+                              are PATHX_PRESETS: 4,000 images, 150 steps at batch 8)
 
 Data (`config.data.source`): `generated` (our generator, written from the published
 description with LRA's parameters; difficulty `hard` = contour length 14, the LRA setting)
