@@ -66,7 +66,7 @@ def get_table() -> Table:
             ROWS,
             COLUMNS,
             metric=lambda _, column: (
-                "val_best.accuracy" if column == "Top-1 Acc" else "train.seconds_per_epoch"
+                "test_best.accuracy" if column == "Top-1 Acc" else "train.seconds_per_epoch"
             ),
             scale=lambda _, column: 100.0 if column == "Top-1 Acc" else 1.0,
             quoted=lambda row, column: QUOTED.get((row, column)),
