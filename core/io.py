@@ -21,6 +21,7 @@ __all__ = [
     "device_info",
     "provenance",
     "write_record",
+    "format_metric",
 ]
 
 
@@ -142,6 +143,12 @@ def provenance(command: str) -> dict:
     return dict(
         device=device_info(), versions=versions(), git_revision=git_revision(), command=command
     )
+
+
+def format_metric(value: float) -> str:
+    """A metric as logs and run tables print it: 4 decimals, or 4 significant digits below 0.01
+    (position errors in squared scene units would all print as 0.0000)."""
+    return f"{value:.4g}" if value and abs(value) < 0.01 else f"{value:.4f}"
 
 
 def write_record(out, name: str, rec: dict, markdown, command: str) -> str:

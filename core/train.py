@@ -93,12 +93,6 @@ def _log(msg: str) -> None:
         print(msg, flush=True)
 
 
-def _fmt(value: float) -> str:
-    """A metric for the log: 4 decimals, or 4 significant digits below 0.01 (position errors
-    in squared scene units would all print as 0.0000)."""
-    return f"{value:.4g}" if value and abs(value) < 0.01 else f"{value:.4f}"
-
-
 def _fmt_time(seconds: float) -> str:
     seconds = int(max(seconds, 0))
     h, rem = divmod(seconds, 3600)
@@ -134,14 +128,19 @@ def with_resolved_dtype(config, platform: str | None = None):
     return config
 
 
+def steps_per_epoch(config, num_train: int) -> int:
+    """Optimizer steps in one pass over `num_train` examples (the last batch partial)."""
+    return -(-int(num_train) // int(config.batch_size))
+
+
 def with_epochs(config, num_train: int):
     """`config` itself, or where `config.epochs > 0` a copy whose `total_steps` is `epochs`
-    epochs of `num_train` examples at `config.batch_size` (the last batch of an epoch partial)
-    and whose `eval_every` is `config.eval_every_epochs` (default 1) epochs."""
+    epochs of `num_train` examples at `config.batch_size` (`steps_per_epoch`) and whose
+    `eval_every` is `config.eval_every_epochs` (default 1) epochs."""
     epochs = int(config.get("epochs", 0) or 0)
     if epochs <= 0:
         return config
-    per_epoch = -(-int(num_train) // int(config.batch_size))
+    per_epoch = steps_per_epoch(config, num_train)
     config = copy.deepcopy(config)
     config.total_steps = epochs * per_epoch
     config.eval_every = per_epoch * int(config.get("eval_every_epochs", 1))
@@ -232,8 +231,8 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
     config = with_epochs(config, len(ds.train))
     if config is not stored:
         _log(
-            f"epochs: {config.epochs} x {config.eval_every // config.get('eval_every_epochs', 1)}"
-            f" steps of {config.batch_size} = {config.total_steps} steps (from "
+            f"epochs: {config.epochs} x {steps_per_epoch(config, len(ds.train))} steps of "
+            f"{config.batch_size} = {config.total_steps} steps (from "
             f"{len(ds.train)} training examples; the recipe estimated {stored.total_steps})"
         )
     train_iter = data.train_iterator(
@@ -390,7 +389,7 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         write_record(record)
         mean_rate = timed_steps / timed_seconds if timed_steps and timed_seconds > 0 else None
         eta = _fmt_time((total - record["step"]) / mean_rate) if mean_rate else "?"
-        extra = "".join(f" | {k} {_fmt(record[k])}" for k in sums if k != "loss")
+        extra = "".join(f" | {k} {io.format_metric(record[k])}" for k in sums if k != "loss")
         speed = f"{rate * config.batch_size:.1f} ex/s | {rate:.2f} steps/s" if rate else "compiling"
         _log(
             f"step {record['step']}/{total} | loss {record['loss']:.4f}{extra} | {speed} | "
@@ -417,7 +416,7 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         write_record({"step": step, "split": "val", **val})
         _log(
             f"  val @ {step}: "
-            + ", ".join(f"{k} {_fmt(v)}" for k, v in val.items() if k != "num_examples")
+            + ", ".join(f"{k} {io.format_metric(v)}" for k, v in val.items() if k != "num_examples")
             + (" (best)" if better else "")
         )
         ckpts.save(step, state, train_iter.get_state(), meta, best=better)
@@ -480,7 +479,7 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
             {
                 "epochs": {
                     "epochs": config.epochs,
-                    "steps_per_epoch": config.eval_every // config.get("eval_every_epochs", 1),
+                    "steps_per_epoch": steps_per_epoch(config, len(ds.train)),
                     "total_steps": config.total_steps,
                     "recipe_total_steps": stored.total_steps,
                 }
@@ -720,7 +719,9 @@ def _summary_text(s: dict) -> str:
         f"data {s['data']['source']}, {s['steps']} steps):"
     ]
     for name in ("val_last", "val_best", "test_last", "test_best"):
-        vals = ", ".join(f"{k} {_fmt(v)}" for k, v in m[name].items() if k != "num_examples")
+        vals = ", ".join(
+            f"{k} {io.format_metric(v)}" for k, v in m[name].items() if k != "num_examples"
+        )
         lines.append(f"  {name:10s} {vals}  (n={m[name]['num_examples']})")
     maj = s["reference"]["majority_class_rate"].get("test")
     if maj is not None:

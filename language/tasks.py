@@ -99,6 +99,11 @@ class LanguageModelling:
                 f"config.data.eval_stride={d.eval_stride}: between 1 and config.data.length "
                 f"({d.length})"
             )
+        if d.get("distaug", "") and d.dataset != "cifar10":
+            out.append(
+                f"config.data.distaug={d.distaug!r}: Distribution Augmentation applies to image "
+                f"sequences (dataset cifar10), not {d.dataset}; set it to ''"
+            )
         if config.best_mode != "min":
             out.append(f"config.best_mode={config.best_mode!r}: {config.best_metric} is min")
         return out

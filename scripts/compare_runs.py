@@ -31,13 +31,10 @@ def _load(run: pathlib.Path) -> tuple[dict, dict]:
 
 
 def _fmt(x, spec: str) -> str:
-    """`x` in `spec`; a metric below 0.01 with 4 significant digits (0.0007 would hide the
-    differences between position errors)."""
+    """`x` in `spec`; metrics (`.4f`) as the trainer's log prints them (`io.format_metric`)."""
     if x is None:
         return ""
-    if spec == ".4f" and x and abs(x) < 0.01:
-        return format(x, ".4g")
-    return format(x, spec)
+    return io.format_metric(x) if spec == ".4f" else format(x, spec)
 
 
 def main(argv=None) -> int:

@@ -120,3 +120,11 @@ def test_task_augments_training_images_only(tmp_path, monkeypatch):
     with c.unlocked():
         c.data.distaug = ""
     assert task.load_data(c).transform is None and tasks._input_vocab(c) == 257
+
+
+def test_distaug_on_a_text_corpus_is_refused():
+    c = config_lib.load("configs/language/enwik8.py:preset=smoke")
+    with c.unlocked():
+        c.data.distaug = "rotation"
+    with pytest.raises(errors.ConfigError, match="distaug='rotation'.*image sequences.*enwik8"):
+        tasks.LanguageModelling().load_data(c)
