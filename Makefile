@@ -43,6 +43,7 @@ test-slow: venv
 # `make gpu-check` then measures every accelerator target into results/bench/gpu/.
 GPU_EXTRAS ?= test,cuda,molecules,pointcloud
 GPU_PYTHON ?= $(BIN)/python
+GPU_CHECK_ARGS ?=  # e.g. --accuracy 2: also train ListOps in f32 and bf16, 2 seeds each
 
 gpu-venv:
 	$(if $(filter $(BIN)/python,$(GPU_PYTHON)),$(MAKE) venv EXTRAS=$(GPU_EXTRAS))
@@ -51,8 +52,17 @@ test-gpu: gpu-venv
 	$(GPU_PYTHON) -c 'import jax, sys; b = jax.default_backend(); sys.exit(0 if b == "gpu" else f"error: make test-gpu needs a GPU; jax sees {b!r}")'
 	$(GPU_PYTHON) -m pytest -q --durations=15 -m "not slow" -p no:cacheprovider
 
-gpu-check: test-gpu
-	$(GPU_PYTHON) -m scripts.gpu_check --out results/bench/gpu
+# The targets are measured even when a GPU test fails (the test log is kept beside them, paths
+# relative to the checkout); the exit status is then the tests'.
+GPU_OUT := results/bench/gpu
+gpu-check: gpu-venv
+	@mkdir -p $(GPU_OUT)
+	@{ $(MAKE) --no-print-directory test-gpu 2>&1; echo $$? > $(GPU_OUT)/.tests-status; } \
+	  | sed -u 's|$(CURDIR)/||g' | tee $(GPU_OUT)/test-gpu.log
+	@tests=$$(cat $(GPU_OUT)/.tests-status); rm -f $(GPU_OUT)/.tests-status; \
+	  $(GPU_PYTHON) -m scripts.gpu_check --out $(GPU_OUT) $(GPU_CHECK_ARGS) || exit $$?; \
+	  if [ "$$tests" != 0 ]; then echo "gpu-check: make test-gpu failed; see $(GPU_OUT)/test-gpu.log"; fi; \
+	  exit $$tests
 
 clean:
 	rm -rf $(VENV) runs

@@ -179,7 +179,12 @@ def measure_mechanism(
                 f"needs {rec['memory_bytes'] / 2**30:.1f} GiB > --max-memory-gb {max_memory_gb}"
             )
         else:
-            rec["time_s"], rec["time_spread_s"] = _time(compiled, fargs, repeats)
+            try:
+                rec["time_s"], rec["time_spread_s"] = _time(compiled, fargs, repeats)
+            except Exception as e:  # noqa: BLE001 (recorded, not hidden: e.g. out of memory)
+                rec["skipped"] = f"failed when run: {type(e).__name__}: {str(e)[:200]}"
+                print(f"{spec:18s} N={n:6d} {mode:17s} skipped: {rec['skipped']}", flush=True)
+                continue
             cost = compiled.cost_analysis()
             cost = cost[0] if isinstance(cost, list) else cost
             if cost and cost.get("flops"):
@@ -235,7 +240,10 @@ def run(
                     timeout_s=timeout_s,
                 )
             else:
-                got = measure_attention(spec, n, **kw)
+                try:
+                    got = measure_attention(spec, n, **kw)
+                except Exception as e:  # noqa: BLE001 (as a dead child: every mode skipped)
+                    got = {"skipped": f"failed: {type(e).__name__}: {str(e)[:200]}"}
                 got["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
             if "records" not in got:  # the child process died: every mode is skipped
                 name, hp = parse_mechanism(spec)

@@ -31,7 +31,7 @@ from attention import kernels
 from core import bench_attention, errors, io, isolate, tasks, train, validate
 from core import config as config_lib
 
-__all__ = ["spec_for", "measure", "plan", "run", "write"]
+__all__ = ["spec_for", "measure", "skipped_record", "plan", "run", "write"]
 
 
 def spec_for(config: str, mechanism: str | None, length: int | None) -> str:
@@ -159,6 +159,24 @@ def measure(
     return rec
 
 
+def skipped_record(spec: str, mechanism: str, length: int | None, batch: int, mode: str, why):
+    """The record of a measurement that returned none (its process died, or it raised):
+    `length` None is the config's own."""
+    if length is None:
+        length = int(config_lib.load(spec).data.max_length)
+    return dict(
+        config=spec,
+        mechanism=mechanism,
+        length=length,
+        batch=batch,
+        mode=mode,
+        steps_per_s=None,
+        peak_memory_bytes=None,
+        peak_rss_bytes=None,
+        skipped=why,
+    )
+
+
 def parse_overrides(config: str, items) -> dict:
     """`["model.dtype=bfloat16", ...]` as `{field: value}`, checked against `config` (a field it
     lacks or a bad value is a ConfigError naming it)."""
@@ -233,20 +251,13 @@ def run(
             else:
                 import resource
 
-                rec = measure(**kw)
+                try:
+                    rec = measure(**kw)
+                except Exception as e:  # noqa: BLE001 (as a dead child: recorded as skipped)
+                    rec = {"skipped": f"failed: {type(e).__name__}: {str(e)[:200]}"}
                 rec["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
             if "config" not in rec:  # the child died before returning a record
-                rec = dict(
-                    config=spec,
-                    mechanism=label,
-                    length=n,
-                    batch=batch,
-                    mode=mode,
-                    steps_per_s=None,
-                    peak_memory_bytes=None,
-                    peak_rss_bytes=None,
-                    skipped=rec["skipped"],
-                )
+                rec = skipped_record(spec, label, n, batch, mode, rec["skipped"])
             rec["label"] = label
             records.append(rec)
             done = len(records)

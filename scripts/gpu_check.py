@@ -2,6 +2,8 @@
 
     python -m scripts.gpu_check                       # writes results/bench/gpu/
     python -m scripts.gpu_check --out /tmp/g --lengths 1024 4096
+    python -m scripts.gpu_check --allow-cpu --out /tmp/g --lengths 256 --repeats 1 \
+        --train-steps 1 --train-batch 2 --listops-length 128 --text-length 256  # try it
 
 Measures attention alone (bf16, batch 4, 8 heads of 64) for every mechanism against cuDNN's fused
 kernel, and whole LRA training steps (ListOps paper recipe f32 vs bf16, Text at 4,096 tokens
@@ -24,6 +26,18 @@ def _parser():
     p.add_argument("--mechanisms", nargs="+", default=gpu_check.MECHANISMS)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--train-steps", type=int, default=10)
+    p.add_argument("--train-batch", type=int, default=32)
+    p.add_argument("--listops-length", type=int, default=None, help="default: the recipe's")
+    p.add_argument("--text-length", type=int, default=4096)
+    p.add_argument(
+        "--accuracy",
+        type=int,
+        default=0,
+        metavar="SEEDS",
+        help="also train the ListOps paper recipe in float32 and bf16, SEEDS seeds each "
+        "(about 30 min on an H100 at 2)",
+    )
+    p.add_argument("--runs", default="runs/gpu_check", help="workdirs of the --accuracy runs")
     p.add_argument("--allow-cpu", action="store_true", help="run anyway (to try the script)")
     return p
 
@@ -39,15 +53,20 @@ def main(argv=None):
             "(install the cuda extra: make venv EXTRAS=test,cuda), or pass --allow-cpu"
         )
     t0 = time.perf_counter()
+    provenance = io.provenance("python -m scripts.gpu_check " + " ".join(argv))
     result = gpu_check.run(
         lengths=args.lengths,
         mechanisms=args.mechanisms,
         repeats=args.repeats,
         train_steps=args.train_steps,
+        train_batch=args.train_batch,
+        listops_length=args.listops_length,
+        text_length=args.text_length,
+        out=args.out,  # written as it goes: a run cut short keeps what it measured
+        provenance=provenance,
     )
-    provenance = io.provenance("python -m scripts.gpu_check " + " ".join(argv))
-    result["attention"].update(provenance)
-    result["train"].update(provenance)
+    if args.accuracy:
+        result["accuracy"] = gpu_check.accuracy(args.runs, seeds=args.accuracy)
     targets = gpu_check.write(result, args.out)
     held = sum(t["holds"] for t in targets)
     print(
