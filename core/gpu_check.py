@@ -144,14 +144,14 @@ def accuracy(runs: str, *, seeds: int = 2, config: str = LISTOPS) -> list[dict]:
     """The ListOps paper recipe trained to the end in float32 and in bfloat16, `seeds` seeds each
     (workdirs `runs/listops_<dtype>/seed<n>`, resumed if cut short; checkpoints stay out of
     results/), for the target "test accuracy unchanged within seed noise" (`config`: another
-    preset, to try it small). The data are the same for
-    every seed (`data.seed`); the seed moves the initialisation, dropout and batch order.
-    Returns one record per run: dtype, seed, test accuracy (best checkpoint), steps/s."""
+    preset, to try it small). The data are the same for every seed (`data.seed`); the seed
+    moves the initialisation, dropout and batch order. Returns one record per run: dtype,
+    seed, test accuracy (best checkpoint), steps/s and the dense kernels that ran."""
     from core import config as config_lib
     from core import train
 
     records = []
-    for dtype in ("float32", "bfloat16"):
+    for dtype in DTYPES:
         for seed in range(seeds):
             cfg = config_lib.load(config)
             config_lib.override(cfg, {"model.dtype": dtype, "seed": seed})
