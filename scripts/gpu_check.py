@@ -45,6 +45,8 @@ def _parser():
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
+    if args.accuracy < 0:
+        raise errors.ConfigError(f"--accuracy {args.accuracy}: seeds per dtype, 0 or more")
     import jax
 
     if jax.default_backend() != "gpu" and not args.allow_cpu:

@@ -242,3 +242,11 @@ def test_the_whole_check_runs_end_to_end_at_small_sizes(tmp_path):
     assert (tmp_path / "runs/listops_bfloat16/seed1/summary.json").exists()
     value, _, detail = gpu_check._accuracy_target(records)
     assert value is not None and "2 seeds each" in detail
+
+
+def test_a_negative_seed_count_is_refused_before_anything_runs(capsys):
+    from core import cli
+    from scripts import gpu_check as script
+
+    assert cli.run(script.main, ["--accuracy", "-1", "--out", "/nonexistent"]) == 2
+    assert "--accuracy -1: seeds per dtype" in capsys.readouterr().err
