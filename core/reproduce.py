@@ -88,9 +88,18 @@ def table_jobs(
     exact = [c for c in cells if c.exact is not None]
     planned = [(c, s) for c in cells if c.config is not None for s in range(seeds)]
     todo = [(c, s) for c, s in planned if runs.finished(root, table.key, preset, c, s) is None]
+    # Cells of one table with the same config (e.g. a top-1 and a top-5 column) share one run:
+    # the first gets the job, the others read its directory as a twin's (`runs.run_dirs`).
+    first = {}
+    for c, s in todo:
+        first.setdefault((c.config, s), (c, s))
+    shared = len(todo) - len(first)
+    todo = list(first.values())
     print(
         f"{table.key}: {len(cells)} cells selected, {len(planned)} runs "
-        f"({len(planned) - len(todo)} finished), {len(exact)} computed exactly, "
+        f"({len(planned) - len(todo) - shared} finished"
+        + (f", {shared} shared with another selected cell" if shared else "")
+        + f"), {len(exact)} computed exactly, "
         f"{len(elsewhere)} reproduced elsewhere, {len(not_runnable)} not runnable yet",
         flush=True,
     )

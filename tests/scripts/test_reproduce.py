@@ -134,3 +134,24 @@ def test_interrupted_or_killed_reproduce_leaves_no_process_behind(tmp_path):
     assert "SIGINT: stopped 1 running and 6 queued run(s)" in err
     assert not _trainers(tmp_path)
     assert len(list(tmp_path.rglob("reproduce.log"))) == started
+
+
+def test_cells_of_one_table_with_the_same_config_get_one_job(tmp_path, capsys):
+    """GFSA Table 16's Top-1 and Top-5 columns read one ImageNet run per row: one job each."""
+    from core import paper_tables
+    from core import reproduce as library
+
+    t16 = paper_tables.load("gfsa.table16")
+    cells = [c for c in t16.cells if c.config == "configs/vision/imagenet.py:model=deit_s"]
+    assert len(cells) == 2
+    todo = library.table_jobs(t16, cells, root=tmp_path, preset="cpu", seeds=2)
+    assert len(todo) == 2  # one per seed, not one per (cell, seed)
+    assert "4 runs (0 finished, 2 shared with another selected cell)" in capsys.readouterr().out
+    mine = runs.run_dir(tmp_path, t16.key, "cpu", cells[0], 0)
+    assert {j.workdir for j in todo} == {mine, mine.parent / "seed1"}
+    # once it has finished, both cells find it
+    (mine / "summary.json").parent.mkdir(parents=True)
+    (mine / "summary.json").write_text("{}")
+    assert all(
+        runs.finished(tmp_path, t16.key, "cpu", c, 0) == mine / "summary.json" for c in cells
+    )
