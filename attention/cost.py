@@ -9,7 +9,7 @@ A mechanism registers its forward-FLOP formula beside itself
 
 `hparams` are the bound hyper-parameters (the registry's defaults updated by the caller's).
 
-Conventions (`core.flops` counts whole models with the same ones):
+Conventions (`attnbench.nn.flops` counts whole models with the same ones):
   * Forward FLOPs, 2 per multiply-add. Matmul FLOPs (every dot/einsum, including sparse ones
     written as gather + multiply + sum) are exact for the code as written: chunk and window
     padding, support vectors, loops counted for every iteration.

@@ -21,7 +21,7 @@ Conventions a mechanism declares when it registers:
   * `flops`: the forward-FLOP formula `flops(call, hparams) -> (matmul, elementwise)` of one
     call on one sequence (`attention.cost`), written beside the mechanism. Optional: a
     mechanism without one still trains and benchmarks; FLOP counts report its attention as
-    unknown (`core.flops`).
+    unknown (`attnbench.nn.flops`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ __all__ = [
 class UnknownAttentionError(KeyError):
     """An attention name that is not registered (the message lists the known ones)."""
 
-    user_error = True  # entry points print it as one line, exit 2 (core.cli; no core import)
+    user_error = True  # entry points print it in one line, exit 2 (attnbench.cli; not imported)
 
     def __str__(self) -> str:  # KeyError would quote the whole message
         return str(self.args[0])

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import ml_collections
 
 import attention
-from core import config as config_lib
+from attnbench import config as config_lib
 
 __all__ = [
     "PRESETS",
@@ -67,7 +67,7 @@ def trainer_config() -> ml_collections.ConfigDict:
     c.multihost = False  # call jax.distributed.initialize() (multi-host TPU/GPU)
     c.async_checkpoints = True  # orbax async saves (atomic either way)
     c.data_workers = 0  # input worker processes for heavy decoding (0: one prefetch thread)
-    # Evaluators by name (core/evaluators.py), e.g. {"cls": {"type": "classification"}};
+    # Evaluators by name (attnbench/evaluators.py), e.g. {"cls": {"type": "classification"}};
     # empty: the task's own (sum, count) metrics.
     c.evals = ml_collections.ConfigDict()
     c.dense_finetune_fraction = 0.0  # SSA "+FT": last fraction of steps with dense attention

@@ -14,17 +14,18 @@ its extra `num_nodes`, which packing ignores: it is `len(node_feat)`).
 
 `PackedGraphs` holds a dataset as CSR-style arrays (every graph's nodes, edges and distance
 matrices concatenated, with offsets) and serves graphs one at a time: grain's random-access
-protocol, so it is a `core.tasks.Data` split. `pack` builds it and computes each graph's
+protocol, so it is a `attnbench.tasks.Data` split. `pack` builds it and computes each graph's
 shortest-path distances once (the per-graph cache of the dense structure attention models
 need; a dataset stores them with it). Per-node fields are stored like `node_feat` (rows
 concatenated, sliced by `node_ptr`); their names are kept in the string array `node_fields`,
 so a `PackedGraphs` read back from an `.npz` knows them.
 
-`GraphCollate` turns a list of graphs into one padded batch (`core.data.train_iterator(...,
-collate=GraphCollate())`, `core.data.eval_batches` likewise). Each batch is padded to the
-smallest node bucket >= its largest graph and the smallest edge bucket >= its largest edge count
-(`core.data.pad_to_bucket`), so jit compiles once per (node, edge) bucket pair that occurs:
-on MOSES molecules (13-26 atoms) batches of 128 hit one or two pairs. The batch:
+`GraphCollate` turns a list of graphs into one padded batch
+(`attnbench.data.pipeline.train_iterator(..., collate=GraphCollate())`,
+`attnbench.data.pipeline.eval_batches` likewise). Each batch is padded to the smallest node bucket
+>= its largest graph and the smallest edge bucket >= its largest edge count
+(`attnbench.data.pipeline.pad_to_bucket`), so jit compiles once per (node, edge) bucket pair that
+occurs: on MOSES molecules (13-26 atoms) batches of 128 hit one or two pairs. The batch:
     nodes      [B, N, F]  int32  node features, 0 in padding slots
     node_mask  [B, N]     bool
     edges      [B, E, Fe] int32  edge features, 0 in padding slots
@@ -51,7 +52,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from core import data as core_data
+from attnbench.data import pipeline
 
 __all__ = [
     "GRAPH_FIELDS",
@@ -267,10 +268,10 @@ def _node_fields(graphs, node_counts: np.ndarray, node_fields) -> dict[str, np.n
 
 
 class PackedGraphs:
-    """A graph dataset in flat arrays (`pack`'s output, or the same arrays read back from an
-    `.npz` with `core.cache.load_arrays`): `len(ds)` graphs, `ds[i]` -> the graph dict of graph
-    `i` (views into the arrays) with its per-node fields (those `arrays["node_fields"]` names)
-    and per-graph fields. Picklable (grain workers)."""
+    """A graph dataset in flat arrays (`pack`'s output, or the same arrays read back from an `.npz`
+    with `attnbench.data.cache.load_arrays`): `len(ds)` graphs, `ds[i]` -> the graph dict of graph
+    `i` (views into the arrays) with its per-node fields (those `arrays["node_fields"]` names) and
+    per-graph fields. Picklable (grain workers)."""
 
     REQUIRED = ("node_feat", "node_ptr", "edge_index", "edge_feat", "edge_ptr")
 
@@ -345,7 +346,7 @@ class GraphCollate:
 
     Attributes:
       node_buckets, edge_buckets: ascending sizes a batch's node / edge dimension is padded to
-        (`core.data.pad_to_bucket`); a graph above the largest is an error naming it.
+        (`attnbench.data.pipeline.pad_to_bucket`); a graph above the largest is an error naming it.
       dense: also build `adjacency` and, for graphs that carry `spd`, `spd` ([B, N, N]).
       node_fields: names of per-node fields (`[n, ...]` per graph) padded to `[B, N, ...]`
         with zeros when the graphs carry them; other non-graph keys are stacked per graph.
@@ -395,7 +396,7 @@ class GraphCollate:
             padded[node_graph, node_slot] = rows
             batch[k] = padded
         others = [k for k in graphs[0] if k not in GRAPH_FIELDS and k not in self.node_fields]
-        batch.update(core_data.stack([{k: g[k] for k in others} for g in graphs]))
+        batch.update(pipeline.stack([{k: g[k] for k in others} for g in graphs]))
         return batch
 
     @staticmethod
@@ -410,7 +411,7 @@ class GraphCollate:
 
 def _bucket(size: int, buckets: Sequence[int], what: str) -> int:
     try:
-        return core_data.pad_to_bucket(size, buckets)
+        return pipeline.pad_to_bucket(size, buckets)
     except ValueError as e:
         raise ValueError(f"a graph with {size} {what}: {e}; pass larger {what} buckets") from None
 

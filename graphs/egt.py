@@ -1,6 +1,6 @@
 """EGT, the Edge-augmented Graph Transformer (Hussain, Zaki, Subramanian, KDD 2022, "Global
 Self-Attention as a Replacement for Graph Convolution"), registered as the backbone `egt`
-(`core.backbones`), in the configuration SSA trains on PCQM4Mv2 (Hussain et al., KDD 2023,
+(`attnbench.nn.backbones`), in the configuration SSA trains on PCQM4Mv2 (Hussain et al., KDD 2023,
 Table 3 / Table 5: EGT "small", 6 layers, 11M parameters, EGT-Simple, unbiased SSA).
 
     model = backbones.build("egt", model_cfg=config.model, attention_cfg=config.attention,
@@ -52,13 +52,13 @@ Attention (`attention_impl`):
     computed on the sampled pairs only, so the edge terms shrink with the drop rate too. Its
     `keep`, `always_keep`, `eval_mode` ("dense": renormalisation; "ensemble": this layer's mean
     over `ensemble_samples` subsampled passes), `dropout_rate` and the declared input
-    `subsample` (`core.layers.attention_inputs(subsample=False)` for +FT) behave as in
+    `subsample` (`attnbench.nn.layers.attention_inputs(subsample=False)` for +FT) behave as in
     `attention.ssa`.
     One source set per graph and layer, shared by all heads and targets (SSA Sec. 3.3).
-  * "mechanism": any registered mechanism through `core.layers.Attention` (q/k/v/out with biases),
-    E as its `bias` input and padding as a key-padding mask; no gates, no clipping, no degree
-    scaling (an "ungated EGT-Simple" for comparing mechanisms; q/k/v/out kernels U(+-1/sqrt(dim)),
-    biases 0). The full variant needs "egt".
+  * "mechanism": any registered mechanism through `attnbench.nn.layers.Attention` (q/k/v/out with
+    biases), E as its `bias` input and padding as a key-padding mask; no gates, no clipping, no
+    degree scaling (an "ungated EGT-Simple" for comparing mechanisms; q/k/v/out kernels
+    U(+-1/sqrt(dim)), biases 0). The full variant needs "egt".
 
 Choices where sources are silent or disagree:
   * EGT-Simple follows the PyTorch code (per-layer LN on the constant edge embeddings, gates
@@ -85,7 +85,8 @@ import jax.numpy as jnp
 from flax import nnx
 
 from attention import cost, ssa
-from core import backbones, errors, layers
+from attnbench import errors
+from attnbench.nn import backbones, layers
 from graphs import featurize
 from graphs import graphormer as _graphormer
 
@@ -602,7 +603,7 @@ def _sources(layer: EGTLayer, train: bool, n: int) -> tuple[int, int]:
 
 def egt_flops(encoder: EGT, tally, *, n: int, masked: bool) -> None:
     """Forward FLOPs of one graph of `n` tokens (virtual nodes included) into `tally`
-    (`core.backbones` formula; conventions of `attention.cost`). Work that scales with the
+    (`attnbench.nn.backbones` formula; conventions of `attention.cost`). Work that scales with the
     sources, the scores and the edge bias / gates on the sampled pairs (and their LayerNorm),
     is "attention"; SSA's saving (Table 3's compute column) is that share times the drop."""
     dim = encoder.final_ln.num_features

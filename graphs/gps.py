@@ -1,6 +1,6 @@
 """GPS, the General, Powerful, Scalable graph Transformer (Rampasek et al., NeurIPS 2022,
 "Recipe for a General, Powerful, Scalable Graph Transformer"), registered as the backbone
-`gps` (`core.backbones`), with any registered attention mechanism as its global attention:
+`gps` (`attnbench.nn.backbones`), with any registered attention mechanism as its global attention:
 GFSA Table 6 replaces GPS's self-attention by GFSA (`config.attention.name = "gfsa"`; notes
 gfsa.md §2.4, "all hyperparameters of GPS as recommended in their paper").
 
@@ -56,12 +56,12 @@ already adds. ZINC's `san_graph` head is Linear(64, 32) -> ReLU -> Linear(32, 16
 Linear(16, 1): a ZINC recipe needs those two hidden layers in the task's head.
 
 Differences from GraphGPS, each deliberate:
-  * Norm is LayerNorm (epsilon 1e-5), not GraphGPS's BatchNorm (`gt.batch_norm: True`): the
-    trainer (`core.train.make_steps`) keeps the model's non-trained arrays (`core.layers.Buffer`)
-    constant through the step, so BatchNorm's running statistics could never be updated for
-    evaluation. LayerNorm has the same 2 * dim parameters, so parameter counts match. Likewise
-    RWSE's raw BatchNorm (`raw_norm_type: BatchNorm`, ZINC) is left out (the return
-    probabilities are already in [0, 1]).
+  * Norm is LayerNorm (epsilon 1e-5), not GraphGPS's BatchNorm (`gt.batch_norm: True`): the trainer
+    (`attnbench.train.make_steps`) keeps the model's non-trained arrays
+    (`attnbench.nn.layers.Buffer`) constant through the step, so BatchNorm's running statistics
+    could never be updated for evaluation. LayerNorm has the same 2 * dim parameters, so parameter
+    counts match. Likewise RWSE's raw BatchNorm (`raw_norm_type: BatchNorm`, ZINC) is left out (the
+    return probabilities are already in [0, 1]).
   * The LapPE sign flip is drawn per graph and eigenvector; GraphGPS draws one sign per
     eigenvector for the whole batch (the same distribution for each graph).
   * Padding eigenpairs (graphs with fewer nodes than `lap_k`): GraphGPS marks them NaN; here
@@ -112,7 +112,8 @@ import numpy as np
 from flax import nnx
 
 from attention import cost
-from core import backbones, errors, layers
+from attnbench import errors
+from attnbench.nn import backbones, layers
 from graphs import batching, positional
 
 __all__ = [
@@ -485,7 +486,7 @@ class GPS(nnx.Module):
 
 def gps_flops(encoder: GPS, tally, *, n: int, masked: bool) -> None:
     """Forward FLOPs of `encoder` on one graph of `n` nodes with `EDGES_PER_NODE * n` directed
-    edges, into `tally` (`core.flops.Tally`): embeddings (feature sums, PE encoders), per
+    edges, into `tally` (`attnbench.nn.flops.Tally`): embeddings (feature sums, PE encoders), per
     layer the MPNN (its linears on nodes / edges, gathers and segment sums as elementwise
     work), the attention (projections and the mechanism's formula), the norms, residuals and
     the FFN, and the pooling."""

@@ -1,13 +1,13 @@
 """Graph-Bridge: SAMSA's graph tokeniser (Lenhat et al., "SAMSA: Efficient Transformer for Many
 Data Modalities", arXiv 2408.05391, §4.3 and Appendix D), registered as the backbone
-`graph_bridge` (`core.backbones`) for the LRGB Peptides rows of SAMSA Tables 1, 3 and 4.
+`graph_bridge` (`attnbench.nn.backbones`) for the LRGB Peptides rows of SAMSA Tables 1, 3 and 4.
 
     model = backbones.build("graph_bridge", model_cfg=config.model,
                             attention_cfg=config.attention, max_len=n + e, rngs=rngs)
     h = model(batch, train=train, key=key)   # a `graphs.batching.GraphCollate` batch -> [B, dim]
 
 Nodes AND edges become tokens of one sequence, which the SAMSA encoder
-(`core.samsa_block.SAMSAEncoder`: pre-RMSNorm blocks, one shared zero-initialised residual
+(`attnbench.nn.samsa_block.SAMSAEncoder`: pre-RMSNorm blocks, one shared zero-initialised residual
 scale, drop-path) processes with any registered attention mechanism: `samsa` (hard or soft
 top-k sampling) or `softmax` (the full-attention baseline in the same block).
 
@@ -119,7 +119,8 @@ import jax.numpy as jnp
 from flax import nnx
 
 from attention import cost
-from core import backbones, errors, layers, samsa_block
+from attnbench import errors
+from attnbench.nn import backbones, layers, samsa_block
 
 __all__ = [
     "READOUTS",
@@ -372,8 +373,8 @@ def tokenizer_flops(model: GraphBridge, tally, *, num_nodes: int, num_edges: int
 
 
 def graph_bridge_flops(model: GraphBridge, tally, *, n: int, masked: bool) -> None:
-    """`core.backbones` FLOP formula: one graph of `n` tokens, `round(NODE_SHARE * n)` of them
-    nodes; the tokens ("embedding"), the SAMSA blocks on n tokens (as the `samsa` backbone),
+    """`attnbench.nn.backbones` FLOP formula: one graph of `n` tokens, `round(NODE_SHARE * n)` of
+    them nodes; the tokens ("embedding"), the SAMSA blocks on n tokens (as the `samsa` backbone),
     and the readout ("head")."""
     num_nodes = round(NODE_SHARE * n)
     tokenizer_flops(model, tally, num_nodes=num_nodes, num_edges=n - num_nodes)

@@ -1,5 +1,5 @@
 """Graphormer (Ying et al., NeurIPS 2021, "Do Transformers Really Perform Bad for Graph
-Representation?"), registered as the backbone `graphormer` (`core.backbones`).
+Representation?"), registered as the backbone `graphormer` (`attnbench.nn.backbones`).
 
     model = backbones.build("graphormer", model_cfg=config.model, attention_cfg=config.attention,
                             max_len=n + 1, rngs=rngs)
@@ -25,11 +25,11 @@ ZINC code forks; shared/papers/notes/gfsa.md §1.5, §2.4 and sliceformer.md §2
         for unreachable pairs;
       - the graph token's row and column: Graphormer's learned `graph_token_virtual_distance`
         (one scalar per head), added once to every entry of row 0 and of column 0.
-  * `num_layers` pre-LN blocks: x + drop(attn(LN(x), bias)); x + drop(FFN(LN(x))) with
-    FFN = Linear -> GELU (erf) -> Linear (no dropout inside the FFN, as the authors' code),
-    the shared `core.layers.EncoderBlock`; its attention takes any registered mechanism, the bias
-    through the mechanism's `bias` input (mechanisms without one ignore it) and padded nodes
-    through a key-padding mask; final LayerNorm.
+  * `num_layers` pre-LN blocks: x + drop(attn(LN(x), bias)); x + drop(FFN(LN(x))) with FFN = Linear
+    -> GELU (erf) -> Linear (no dropout inside the FFN, as the authors' code), the shared
+    `attnbench.nn.layers.EncoderBlock`; its attention takes any registered mechanism, the bias
+    through the mechanism's `bias` input (mechanisms without one ignore it) and padded nodes through
+    a key-padding mask; final LayerNorm.
   * init as the authors': embeddings N(0, 0.02), linear kernels N(0, 0.02 / sqrt(num_layers))
     with zero biases.
 
@@ -59,7 +59,8 @@ import numpy as np
 from flax import nnx
 
 from attention import cost
-from core import backbones, errors, layers
+from attnbench import errors
+from attnbench.nn import backbones, layers
 
 __all__ = [
     "feature_layout",
@@ -269,13 +270,13 @@ class Graphormer(nnx.Module):
 
 def graphormer_flops(encoder: Graphormer, tally, *, n: int, masked: bool) -> None:
     """Forward FLOPs of `encoder` on one graph of `n - 1` nodes (`n` tokens with the graph
-    token), into `tally` (`core.flops.Tally`):
+    token), into `tally` (`attnbench.nn.flops.Tally`):
       embedding: the node input (one add per atom feature and degree table per node and
         channel) and the attention bias: per node pair, `multi_hop_max_dist` hops of one
         H-vector (the bond features' mean) times an H x H matrix (2 H^2 multiply-add FLOPs per
         hop), the per-feature embedding adds and the average, plus the spatial and virtual
         distance adds; an upper bound, since pairs closer than the hop limit use fewer hops;
-      the blocks (`core.backbones.encoder_block_flops`: norms, residuals, projections, the
+      the blocks (`attnbench.nn.backbones.encoder_block_flops`: norms, residuals, projections, the
         mechanism's own formula, the FFN) on all `n` tokens, and the final LayerNorm."""
     nodes, h = n - 1, encoder.num_heads
     dim = encoder.final_ln.num_features

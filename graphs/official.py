@@ -3,11 +3,11 @@
 
 Each reader finds the files under `root` (the folder a user downloaded them to: a config's
 `data.dir`; see each function for the folder levels accepted), builds our graph dicts
-(`graphs.batching`), packs every split with shortest-path distances into a `PackedGraphs`,
-caches the arrays with `core.cache.build_once` under `<cache_dir or root>/graphs/`, and returns
-a `core.tasks.Data` with `source="official"` (as `graphs.zinc_like.load` does for the stand-in).
-Every split's arrays also keep `index`, each graph's position in the official file. The
-description names the files read, the split sizes and what the target is.
+(`graphs.batching`), packs every split with shortest-path distances into a `PackedGraphs`, caches
+the arrays with `attnbench.data.cache.build_once` under `<cache_dir or root>/graphs/`, and returns a
+`attnbench.tasks.Data` with `source="official"` (as `graphs.zinc_like.load` does for the stand-in).
+Every split's arrays also keep `index`, each graph's position in the official file. The description
+names the files read, the split sizes and what the target is.
 
 The layouts, as the official loaders read them (facts from their code, restated):
 
@@ -26,13 +26,13 @@ feature the bond type (one integer column each).
 
 PCQM4Mv2 / PCQM4M (snap-stanford/ogb `ogb/lsc/pcqm4mv2.py`, `ogb/lsc/pcqm4m.py`): the zip
 (https://dgl-data.s3-accelerate.amazonaws.com/dataset/OGB-LSC/pcqm4m-v2.zip, v1
-`pcqm4m_kddcup2021.zip`) unzips to `pcqm4m-v2/` (v1 `pcqm4m_kddcup2021/`) holding
-`raw/data.csv.gz` (columns `idx,smiles,homolumogap`; OGB reads `smiles` and `homolumogap` by
-name, molecule i = data row i) and `split_dict.pt` (`torch.save` of a dict of index arrays:
-v2 `train`, `valid`, `test-dev`, `test-challenge`; v1 `train`, `valid`, `test`), read with
-`graphs.torch_pickle`. The test splits have no labels (NaN), so here train = OGB train,
-val = OGB valid and test = OGB valid as well (the papers report the valid MAE). Graphs are
-OGB's `smiles2graph` (`graphs.featurize`); the target is the HOMO-LUMO gap in eV.
+`pcqm4m_kddcup2021.zip`) unzips to `pcqm4m-v2/` (v1 `pcqm4m_kddcup2021/`) holding `raw/data.csv.gz`
+(columns `idx,smiles,homolumogap`; OGB reads `smiles` and `homolumogap` by name, molecule i = data
+row i) and `split_dict.pt` (`torch.save` of a dict of index arrays: v2 `train`, `valid`, `test-dev`,
+`test-challenge`; v1 `train`, `valid`, `test`), read with `attnbench.data.formats.torch_pickle`. The
+test splits have no labels (NaN), so here train = OGB train, val = OGB valid and test = OGB valid as
+well (the papers report the valid MAE). Graphs are OGB's `smiles2graph` (`graphs.featurize`); the
+target is the HOMO-LUMO gap in eV.
 
 Peptides (vijaydwivedi75/lrgb `graphgps/loader/dataset/peptides_functional.py`,
 `peptides_structural.py`; rampasek/GraphGPS, same files): func reads
@@ -81,8 +81,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from core import cache, errors, tasks
-from graphs import batching, torch_pickle
+from attnbench import errors, tasks
+from attnbench.data import cache
+from attnbench.data.formats import torch_pickle
+from graphs import batching
 
 __all__ = [
     "ZINC_URL",
@@ -458,8 +460,8 @@ def _split_dict(path: pathlib.Path, keys: Sequence[str], *, torch_save: bool) ->
 
 
 def _build(cache_dir, base: pathlib.Path, name: str, spec: dict, write) -> pathlib.Path:
-    """`core.cache.build_once` under `<cache_dir or base>/graphs`; a folder the cache cannot be
-    written to is a `DataError` saying to pass `cache_dir`."""
+    """`attnbench.data.cache.build_once` under `<cache_dir or base>/graphs`; a folder the cache
+    cannot be written to is a `DataError` saying to pass `cache_dir`."""
     where = cache.data_root(cache_dir or base) / "graphs"
     try:
         return cache.build_once(where, name, spec, write)
@@ -552,7 +554,7 @@ def load_zinc(
     collate: batching.GraphCollate | None = None,
 ) -> tasks.Data:
     """ZINC from benchmarking-gnns' raw files: ZINC-12k (10k/1k/1k, `subset=True`) or the full
-    ~250k (`subset=False`), as a `core.tasks.Data` (`source="official"`) of `PackedGraphs` with
+    ~250k (`subset=False`), as a `attnbench.tasks.Data` (`source="official"`) of `PackedGraphs` with
     `node_feat` [n, 1] (atom type, `ZINC_NODE_TYPES` values), `edge_feat` [e, 1] (bond type,
     `ZINC_EDGE_TYPES` values counting "no bond"), `spd` (when `spd`) and a float32 `target`
     (`logP_SA_cycle_normalized`).
@@ -560,7 +562,7 @@ def load_zinc(
     Args:
       root: the folder holding `{train,val,test}.pickle` (and `.index` for the subset), or a
         parent of it: `molecules/` (molecules.zip unzipped), `raw/` (PyG's ZINC root),
-        `ZINC/raw/`, `data/molecules/`. Empty: the data root (`core.cache.data_root`).
+        `ZINC/raw/`, `data/molecules/`. Empty: the data root (`attnbench.data.cache.data_root`).
       subset: the 12k subset listed in the `.index` files; False reads every molecule.
       spd: also compute and store shortest-path distances.
       cache_dir: where the `graphs/` cache folder goes (default `root`).
@@ -646,7 +648,7 @@ def load_pcqm(
     collate: batching.GraphCollate | None = None,
 ) -> tasks.Data:
     """PCQM4Mv2 (`version="v2"`) or PCQM4M (`"v1"`) from OGB-LSC's files, as a
-    `core.tasks.Data` (`source="official"`) of `PackedGraphs` of OGB graphs with `spd` and a
+    `attnbench.tasks.Data` (`source="official"`) of `PackedGraphs` of OGB graphs with `spd` and a
     float32 `target` (HOMO-LUMO gap, eV). train = OGB `train`, val = OGB `valid`, test = OGB
     `valid` too (the test splits have no public labels; the description says so).
 
@@ -803,7 +805,7 @@ def load_peptides(
     """LRGB Peptides-func (`kind="func"`: float32 target [10], multilabel 0/1 in
     `FUNC_CLASSES` order) or Peptides-struct (`"struct"`: float32 target [11], the
     `STRUCT_TARGETS` standardised as LRGB does) from LRGB's original files, as a
-    `core.tasks.Data` (`source="official"`) of `PackedGraphs` of OGB graphs with `spd`, split
+    `attnbench.tasks.Data` (`source="official"`) of `PackedGraphs` of OGB graphs with `spd`, split
     by LRGB's stratified split pickle.
 
     Args:

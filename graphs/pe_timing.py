@@ -29,8 +29,8 @@ import time
 import jax
 import numpy as np
 
-from core import config as config_lib
-from core import io, tasks, train
+from attnbench import config as config_lib
+from attnbench import io, tasks, train
 
 __all__ = ["LRGB_TRAIN_GRAPHS", "RECIPE", "measure"]
 

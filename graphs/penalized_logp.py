@@ -44,7 +44,7 @@ import pathlib
 
 import numpy as np
 
-from core import errors
+from attnbench import errors
 from graphs import featurize  # its import says how to install RDKit when it is missing
 
 Chem = featurize.Chem

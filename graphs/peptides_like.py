@@ -75,7 +75,7 @@ What is built here (everything seeded by `seed`):
 `numpy.random.default_rng([seed, 1]).permutation(G)` (a stream of its own): its first
 `G - 2 ceil(0.15 G)` entries are train, the next `ceil(0.15 G)` val, the rest test (`split_sizes`:
 LRGB's proportions and, for 15,535, its counts; LRGB's split is stratified, ours is not). Both
-kinds share one build, cached with `core.cache.build_once` under
+kinds share one build, cached with `attnbench.data.cache.build_once` under
 `<data root>/graphs/peptides-like-<hash>/{train,val,test}.npz` (graph arrays, `sequence`,
 `struct`, `struct_raw`, `func`, `index`: the peptide's draw number) and `build.json` (generation
 time, per-peptide conformer time, failures), keyed by (number of peptides, seed, lengths,
@@ -107,7 +107,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from core import cache, tasks
+from attnbench import tasks
+from attnbench.data import cache
 from graphs import batching, featurize, official
 
 __all__ = [
@@ -385,12 +386,12 @@ def load(
     workers: int = 2,
     lengths: Sequence[int] = LENGTHS,
 ) -> tasks.Data:
-    """The Peptides-like splits as a `core.tasks.Data` (`source="standin"`): `PackedGraphs`
+    """The Peptides-like splits as a `attnbench.tasks.Data` (`source="standin"`): `PackedGraphs`
     with `spd` and a float32 `target`: `kind="func"` the 10 synthetic labels (0/1) [10],
     `kind="struct"` the 11 z-scored shape targets [11]; `collate` (default `GraphCollate()`).
 
     Args:
-      data_dir: the data root (`core.cache.data_root`); the cache is its `graphs/` folder.
+      data_dir: the data root (`attnbench.data.cache.data_root`); the cache is its `graphs/` folder.
       kind: "func" or "struct"; both come from one cached build.
       num_peptides: peptides generated (those whose conformer fails are dropped).
       seed: sequences, conformers and split.

@@ -40,7 +40,7 @@ may hold JAX threads; as always with spawn, a script that calls `load` at import
 `if __name__ == "__main__":` guard, or `workers=1`), in chunks, with progress (molecules done,
 rate, ETA) on stderr when a build runs longer than a few seconds. Featurising takes ~0.44 ms a
 molecule on one core; the full set was built in 137 s with 2 workers on a shared, loaded 2-core
-machine. Everything is cached with `core.cache.build_once` under
+machine. Everything is cached with `attnbench.data.cache.build_once` under
 `<data root>/graphs/qm9-like-<hash>/{train,val,test}.npz` (with `skipped.json`), keyed by
 (files and their sizes and mtimes, sizes, seed, RDKit version).
 
@@ -65,7 +65,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core import cache, tasks
+from attnbench import tasks
+from attnbench.data import cache
 from graphs import batching, featurize
 
 __all__ = [
@@ -278,12 +279,12 @@ def load(
     workers: int = 2,
     collate: batching.GraphCollate | None = None,
 ) -> tasks.Data:
-    """The QM9-like splits as a `core.tasks.Data` (`source="standin"`): `PackedGraphs` of OGB
+    """The QM9-like splits as a `attnbench.tasks.Data` (`source="standin"`): `PackedGraphs` of OGB
     graphs with `spd` and a float32 `target` (the HOMO-LUMO gap in eV), and `collate` (default
     `GraphCollate()`) for batches.
 
     Args:
-      data_dir: the data root (`core.cache.data_root`); the cache is its `graphs/` folder.
+      data_dir: the data root (`attnbench.data.cache.data_root`); the cache is its `graphs/` folder.
       source_file: a CSV in qm9pack's layout, or a list of them (read in order); default
         qm9pack's three files.
       sizes: molecules in (train, val, test); train None takes every molecule left.

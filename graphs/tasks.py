@@ -1,7 +1,7 @@
 """Graph tasks registered with the trainer (`config.task = "graphs.<name>"`).
 
-Every task reads padded graph batches (`graphs.batching.GraphCollate`) with a graph backbone
-from `core.backbones` (`config.model.encoder`: `graphormer`, `egt`, `graph_bridge`) and a linear
+Every task reads padded graph batches (`graphs.batching.GraphCollate`) with a graph backbone from
+`attnbench.nn.backbones` (`config.model.encoder`: `graphormer`, `egt`, `graph_bridge`) and a linear
 head on its graph representation:
 
   graphs.zinc             penalized logP regression, L1 loss, MAE (GFSA Tables 4, 20)
@@ -38,10 +38,11 @@ import numpy as np
 import optax
 from flax import nnx
 
-from core import backbones, errors, layers, tasks
+from attnbench import errors, tasks
+from attnbench.nn import backbones, layers
 from graphs import batching
 
-# The graph backbones register themselves with core.backbones on import.
+# The graph backbones register themselves with attnbench.nn.backbones on import.
 from graphs import egt as _egt  # noqa: F401
 from graphs import gps as _gps  # noqa: F401
 from graphs import graph_bridge as _graph_bridge  # noqa: F401

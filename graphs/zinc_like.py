@@ -19,7 +19,7 @@ Each molecule becomes OGB's graph (`graphs.featurize`) with its shortest-path di
 (`graphs.batching.pack`) and the three raw terms of penalized logP (`graphs.penalized_logp`);
 the target (z-scored terms by default, the raw sum with `normalized=False`) is computed from the
 cached terms at load time. Everything is built once per (file, sizes, seed, RDKit version) and
-cached with `core.cache.build_once` under `<data root>/graphs/zinc-like-<hash>/{train,val,
+cached with `attnbench.data.cache.build_once` under `<data root>/graphs/zinc-like-<hash>/{train,val,
 test}.npz` (with the SMILES and the terms).
 
 How it differs from ZINC-12k: narrower sizes (the default 12k sample: 11-26 heavy atoms, mean
@@ -40,7 +40,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core import cache, tasks
+from attnbench import tasks
+from attnbench.data import cache
 from graphs import batching, featurize
 from graphs import penalized_logp as plogp
 
@@ -154,12 +155,12 @@ def load(
     normalized: bool = True,
     collate: batching.GraphCollate | None = None,
 ) -> tasks.Data:
-    """The ZINC-like splits as a `core.tasks.Data` (`source="standin"`): `PackedGraphs` of
+    """The ZINC-like splits as a `attnbench.tasks.Data` (`source="standin"`): `PackedGraphs` of
     graphs with `spd` and a float32 `target` (penalized logP, `normalized` as in
     `graphs.penalized_logp.combine`), and `collate` (default `GraphCollate()`) for batches.
 
     Args:
-      data_dir: the data root (`core.cache.data_root`: a config's `data.dir`, else
+      data_dir: the data root (`attnbench.data.cache.data_root`: a config's `data.dir`, else
         `$ATTNBENCH_DATA`, else `~/.cache/attnbench`); the cache is its `graphs/` folder.
       source_file: a gzipped SMILES CSV; default MOSES' training file from `molsets`.
       sizes: molecules in train, val, test.

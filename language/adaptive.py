@@ -41,7 +41,8 @@ import jax.numpy as jnp
 from flax import nnx
 
 from attention import cost
-from core import errors, layers
+from attnbench import errors
+from attnbench.nn import layers
 
 __all__ = ["WIKI103_CUTOFFS", "WIKI103_FACTOR", "bands", "AdaptiveInput", "AdaptiveSoftmax"]
 

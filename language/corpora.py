@@ -5,12 +5,12 @@
     corpus = corpora.wikitext("/data/wikitext-103")          # word level, fairseq's dictionary
     corpus = corpora.cifar10_pixels("/data/cifar-10-batches-py")   # uint8 [n, 3072] images
 
-A `Corpus` holds, per split ("train", "val", "test"), either a 1-D token stream (text: word ids
-or bytes, every document of the split concatenated in file order) or a 2-D array of images
-flattened to sub-pixel sequences ([n, D], one sequence per image); `language.windows` cuts
-either into model inputs. Tokenised text is built once and cached with `core.cache.build_once`
-under `<data root>/language/` (the key holds the source files' paths, sizes and modification
-times); raw bytes and pixels are read directly.
+A `Corpus` holds, per split ("train", "val", "test"), either a 1-D token stream (text: word ids or
+bytes, every document of the split concatenated in file order) or a 2-D array of images flattened to
+sub-pixel sequences ([n, D], one sequence per image); `language.windows` cuts either into model
+inputs. Tokenised text is built once and cached with `attnbench.data.cache.build_once` under `<data
+root>/language/` (the key holds the source files' paths, sizes and modification times); raw bytes
+and pixels are read directly.
 
 Official data
 -------------
@@ -55,16 +55,16 @@ Official data
   train, next 5M valid, last 5M test: the standard split of Transformer-XL's
   ``prep_enwik8.py``; SSA does not state it, ssa.md §2.2). Tokens are the byte values 0..255
   themselves (vocabulary 256; no specials).
-* CIFAR-10 (``cifar-10-batches-py/``, read by `core.cifar`) as sub-pixel sequences of 3,072
-  tokens: raster order over pixels, row by row and left to right, with each pixel's R, G, B
-  values consecutive (sequence index ``(row * 32 + col) * 3 + channel``). SSA flattens "each
-  image to a sequence of 3072 sub-pixel tokens (raster, row by row)" (ssa.md §2.3) without
-  naming the channel order; channels interleaved per pixel is the Image Transformer's and the
-  Sparse Transformer's order, which SSA follows [inferred]. The pickles are channel-major
-  (1024 R, 1024 G, 1024 B), so they are transposed. Vocabulary 256 (the sub-pixel value).
-  Splits: train = the 50,000 training images; test = the 10,000 of ``test_batch``; val = test
-  (image-generation papers report their "validation" bits per dim on the test images
-  [inferred]) unless ``val_images > 0`` holds out the last that many training images.
+* CIFAR-10 (``cifar-10-batches-py/``, read by `attnbench.data.formats.cifar`) as sub-pixel sequences
+  of 3,072 tokens: raster order over pixels, row by row and left to right, with each pixel's R, G, B
+  values consecutive (sequence index ``(row * 32 + col) * 3 + channel``). SSA flattens "each image
+  to a sequence of 3072 sub-pixel tokens (raster, row by row)" (ssa.md §2.3) without naming the
+  channel order; channels interleaved per pixel is the Image Transformer's and the Sparse
+  Transformer's order, which SSA follows [inferred]. The pickles are channel-major (1024 R, 1024 G,
+  1024 B), so they are transposed. Vocabulary 256 (the sub-pixel value). Splits: train = the 50,000
+  training images; test = the 10,000 of ``test_batch``; val = test (image-generation papers report
+  their "validation" bits per dim on the test images [inferred]) unless ``val_images > 0`` holds out
+  the last that many training images.
 
 Offline stand-ins (``source="standin"``, labelled as such in every description)
 -------------------------------------------------------------------------------
@@ -75,12 +75,12 @@ Offline stand-ins (``source="standin"``, labelled as such in every description)
   each split concatenates its documents in that order. Bytes as tokens, vocabulary 256.
   `unigram_bits` gives the train split's unigram entropy and the valid split's cross-entropy
   under it (the baseline the byte-level ``cpu`` recipe must beat).
-* Pixels: Fashion-MNIST (Debian ``dataset-fashion-mnist``, `core.fashion_mnist`), 28 x 28
-  grayscale = 784 tokens per image in raster order, vocabulary 256; train 60,000, test 10,000,
-  val as for CIFAR-10.
+* Pixels: Fashion-MNIST (Debian ``dataset-fashion-mnist``, `attnbench.data.formats.fashion_mnist`),
+  28 x 28 grayscale = 784 tokens per image in raster order, vocabulary 256; train 60,000, test
+  10,000, val as for CIFAR-10.
 
-Missing or malformed files raise `core.errors.DataError` naming the path and where to get the
-data; a bad config field raises `core.errors.ConfigError`.
+Missing or malformed files raise `attnbench.errors.DataError` naming the path and where to get the
+data; a bad config field raises `attnbench.errors.ConfigError`.
 """
 
 from __future__ import annotations
@@ -102,7 +102,9 @@ from typing import Any
 import ml_collections
 import numpy as np
 
-from core import cache, cifar, errors, fashion_mnist
+from attnbench import errors
+from attnbench.data import cache
+from attnbench.data.formats import cifar, fashion_mnist
 
 __all__ = [
     "SPLITS",

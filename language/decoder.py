@@ -8,7 +8,7 @@
 Two layers, both built from the model section (`config.model`) and any registered attention
 mechanism (`config.attention`):
 
-  * the backbone "decoder" (registered in `core.backbones`, so `backbones.build("decoder",
+  * the backbone "decoder" (registered in `attnbench.nn.backbones`, so `backbones.build("decoder",
     ...)` gives it, with its FLOP formula): embedded tokens `[B, N, dim]` -> features
     `[B, N, dim]`: positions, input dropout, `num_layers` pre-LN blocks with a causal mask, an
     optional final LayerNorm;
@@ -43,9 +43,9 @@ Positions (`positions`):
     (the paper's 203M; a tied head gives 202,311,808, which rounds to 202M).
   * "none".
 
-Blocks are pre-LN (`DecoderBlock`): x + drop(attn(LN(x))), x + mlp(LN(x)) with `core.layers`'
-`Attention` and `MlpBlock`, LayerNorm with `norm_eps` (PyTorch's 1e-5 in both fairseq and
-GPT-2; flax's default is 1e-6). fairseq's `base_lm_architecture` forces
+Blocks are pre-LN (`DecoderBlock`): x + drop(attn(LN(x))), x + mlp(LN(x)) with
+`attnbench.nn.layers`' `Attention` and `MlpBlock`, LayerNorm with `norm_eps` (PyTorch's 1e-5 in both
+fairseq and GPT-2; flax's default is 1e-6). fairseq's `base_lm_architecture` forces
 `decoder_normalize_before = True`; GPT-2 is pre-LN with a final `ln_f`.
 
 Model section fields (`config.model`; defaults in parentheses):
@@ -75,7 +75,7 @@ Model section fields (`config.model`; defaults in parentheses):
   adaptive_dropout (0.0)                adaptive softmax dropout (wiki103 recipe: 0.2)
   tie_adaptive_weights (True)           adaptive softmax shares the input's embeddings
   tie_adaptive_proj (True)              ... and its projections (both on in wiki103)
-  dtype ("float32")                     compute dtype (`core.layers.resolve_dtype`)
+  dtype ("float32")                     compute dtype (`attnbench.nn.layers.resolve_dtype`)
   attention_layers (())                 blocks (0-based) that use `config.attention`; the
                                         others use dense softmax with the same causal mask
                                         and position bias (SSA's S12: SSA in the last 12 of
@@ -99,7 +99,8 @@ import optax
 from flax import nnx
 
 from attention import cost
-from core import backbones, errors, layers
+from attnbench import errors
+from attnbench.nn import backbones, layers
 from language import adaptive
 
 __all__ = [
@@ -298,8 +299,8 @@ def causal_mechanism(attention_cfg, *, positions: str = "none"):
 
 class DecoderBlock(nnx.Module):
     """Pre-LN block: x + drop(attn(LN(x), mask, bias)); x + mlp(LN(x)). Attribute names as
-    `core.layers.EncoderBlock` (ln1, attn, ln2, mlp, layer_scale=None), so its FLOP formula
-    (`core.backbones.encoder_block_flops`) applies. With `rel_size`, the block holds its own
+    `attnbench.nn.layers.EncoderBlock` (ln1, attn, ln2, mlp, layer_scale=None), so its FLOP formula
+    (`attnbench.nn.backbones.encoder_block_flops`) applies. With `rel_size`, the block holds its own
     `[H, rel_size]` 2-D relative-position table (`rel_bias`)."""
 
     def __init__(
@@ -465,7 +466,7 @@ class DecoderStack(nnx.Module):
 
 def decoder_flops(stack: DecoderStack, tally, *, n: int, masked: bool) -> None:
     """FLOP formula of the "decoder" backbone on `n` tokens: positions (an add, or the bias
-    add per score of every layer), every block (`core.backbones.encoder_block_flops`; the
+    add per score of every layer), every block (`attnbench.nn.backbones.encoder_block_flops`; the
     causal mask counts as a mask), the final norm."""
     dim = stack.blocks[0].ln1.num_features
     if stack.positions == "learned":
@@ -578,7 +579,7 @@ class Decoder(nnx.Module):
         )
 
     def count_flops(self, tally) -> None:
-        """Forward FLOPs of one sequence of `max_len` tokens (`core.flops`): the input
+        """Forward FLOPs of one sequence of `max_len` tokens (`attnbench.nn.flops`): the input
         (lookups are 0; adaptive projections of every band), the embedding scale, the
         backbone's formula, the output (logits or adaptive softmax and the log-softmax)."""
         n, dim = self.max_len, self.dim

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core import errors
+from attnbench import errors
 
 __all__ = ["TYPES", "DistAug", "apply", "conditions", "parse"]
 
@@ -77,7 +77,7 @@ def apply(image: np.ndarray, types: Sequence[str], draws: Sequence[int]) -> np.n
 
 
 class DistAug:
-    """`transform(example, rng)` for `core.tasks.Data`: draws one index per type, transforms
+    """`transform(example, rng)` for `attnbench.tasks.Data`: draws one index per type, transforms
     the example's image (`targets`, [D] in raster order over `shape`) and sets the start
     symbol to ``start_token + combination`` (mixed radix over `types`, the first type varying
     fastest; 0 = identity). Picklable (grain workers)."""

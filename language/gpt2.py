@@ -40,7 +40,7 @@ import ml_collections
 import numpy as np
 from flax import nnx
 
-from core import errors
+from attnbench import errors
 from language import decoder
 
 __all__ = [

@@ -29,7 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from core import errors, layers, tasks
+from attnbench import errors, tasks
+from attnbench.nn import layers
 from language import corpora, decoder, distaug, gpt2, windows
 
 __all__ = ["LanguageModelling", "lm_loss"]

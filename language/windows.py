@@ -1,30 +1,30 @@
 """Model inputs from token streams and image sequences: training windows, sliding evaluation.
 
     train = windows.TrainWindows(corpus.splits["train"], length=3072)
-    it = core.data.train_iterator(train, batch_size=64, seed=0, transform=train.random_offset)
+    it = pipeline.train_iterator(train, batch_size=64, seed=0, transform=train.random_offset)
     val = windows.SlidingWindows(corpus.splits["val"], window=3072, stride=1024)
-    for batch in core.data.eval_batches(val, batch_size=8): ...
+    for batch in pipeline.eval_batches(val, batch_size=8): ...      # attnbench.data.pipeline
     images = windows.ImageWindows(corpus.splits["train"])        # one window per image
 
 Every example is a dict of `tokens` (int32 [N], the model's inputs), `targets` (int32 [N], the
 next token of each input) and `mask` (float32 [N], 1 where the target is scored); a batch from
-`core.data` adds `weight` ([B], 0 for the padding copies that fill the last evaluation batch).
-A stream of n tokens has n - 1 targets: position t predicts ``stream[t + 1]`` from
-``stream[:t + 1]``; the first token is only context (prepend a start symbol to score it too,
+`attnbench.data.pipeline` adds `weight` ([B], 0 for the padding copies that fill the last
+evaluation batch). A stream of n tokens has n - 1 targets: position t predicts ``stream[t + 1]``
+from ``stream[:t + 1]``; the first token is only context (prepend a start symbol to score it too,
 as fairseq's ``</s>``-initial blocks do).
 
 Training (`TrainWindows`, `random_windows`)
 -------------------------------------------
 Windows of ``length + 1`` consecutive tokens (inputs and targets shifted by one). Choice made
 for the trainer: `TrainWindows` is a random-access dataset (grain's protocol, as
-`core.data.train_iterator` expects) of the ``T = (n - 1) // length`` tiles of a fixed
-non-overlapping tiling (fairseq's ``TokenBlockDataset`` with ``break_mode="none"`` blocks
+`attnbench.data.pipeline.train_iterator` expects) of the ``T = (n - 1) // length`` tiles of a
+fixed non-overlapping tiling (fairseq's ``TokenBlockDataset`` with ``break_mode="none"`` blocks
 the stream the same way; the trainer's epoch shuffle then orders them). Its
 `random_offset` transform moves tile i's start to a uniformly random position in
 ``[i * length, min((i + 1) * length, n - 1 - length)]``: together the tiles' draws cover every
 valid start, so over epochs the model sees windows at every alignment, not only the tiling's.
-The transform draws from the Generator `core.data` derives from ``(seed, position in the
-stream of batches)``, and the iterator's state is checkpointed, so a resumed run sees exactly
+The transform draws from the Generator `attnbench.data.pipeline` derives from ``(seed, position in
+the stream of batches)``, and the iterator's state is checkpointed, so a resumed run sees exactly
 the same windows (tested). (A per-epoch offset of the whole tiling would need the epoch
 number, which a grain transform does not receive.) `random_windows(stream, length, batch,
 seed, step)` is the same idea without the trainer: uniformly random starts, a pure function
@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core import errors
+from attnbench import errors
 
 __all__ = ["TrainWindows", "RandomOffset", "random_windows", "SlidingWindows", "ImageWindows"]
 

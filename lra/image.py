@@ -22,9 +22,10 @@ oneDNN) on all 2^24 triples: identical. Consequences worth knowing: pure green 2
 
 Official files: the CIFAR-10 "python version"
 ---------------------------------------------
-`cifar-10-batches-py/{data_batch_1..5,test_batch}`, read by `core.cifar` (a restricted
-unpickler: a pickle naming anything but numpy's array reconstruction is refused before it runs;
-`core.cifar.write_batch` writes the format for test fixtures).
+`cifar-10-batches-py/{data_batch_1..5,test_batch}`, read by `attnbench.data.formats.cifar` (a
+restricted unpickler: a pickle naming anything but numpy's array reconstruction is refused before it
+runs;
+`attnbench.data.formats.cifar.write_batch` writes the format for test fixtures).
 
 LRA read CIFAR-10 through TFDS (`cifar10`, `train[:90%]` / `train[90%:]` / `test`). TFDS stores
 the examples in its own shuffled order, which cannot be reproduced without TFDS, so here the
@@ -60,7 +61,8 @@ from collections.abc import Sequence
 import ml_collections
 import numpy as np
 
-from core import cache, cifar, fashion_mnist
+from attnbench.data import cache
+from attnbench.data.formats import cifar, fashion_mnist
 
 __all__ = [
     "NUM_CLASSES",
@@ -180,7 +182,8 @@ def pixels_to_tokens(images: np.ndarray, zero_is_padding: bool) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------
-# The LRA splits of CIFAR-10 (core.cifar reads the files) and of the Fashion-MNIST stand-in
+# The LRA splits of CIFAR-10 (attnbench.data.formats.cifar reads the files) and of the
+# Fashion-MNIST stand-in
 # --------------------------------------------------------------------------------------------
 
 
@@ -214,7 +217,7 @@ def _standin_missing(directory: pathlib.Path, missing: Sequence[str]) -> cache.D
 
 
 def read_fashion_mnist(directory: str | os.PathLike) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The stand-in splits: Fashion-MNIST (`core.fashion_mnist`) padded to 32x32.
+    """The stand-in splits: Fashion-MNIST (`attnbench.data.formats.fashion_mnist`) padded to 32x32.
 
     Args:
       directory: folder with `STANDIN_FILES` (the Debian package's is `DEFAULT_STANDIN_DIR`).

@@ -65,7 +65,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core import cache
+from attnbench.data import cache
 
 __all__ = [
     "VOCAB",

@@ -1,13 +1,13 @@
 """The LRA models: token embedding, optional CLS token, an encoder, pooling and the LRA heads.
 
-The encoder is the backbone named by `model_cfg.encoder` (`core.backbones`): "transformer",
+The encoder is the backbone named by `model_cfg.encoder` (`attnbench.nn.backbones`): "transformer",
 the LRA pre-LN Transformer with any registered attention (the LRA baselines, Sliceformer, GFSA,
 SSA, ...), or "samsa", SAMSA's pre-RMSNorm encoder (SAMSA Table 8) with the sinusoidal positions
 SAMSA used on LRA.
 
 Token id 0 is padding (masked out of attention and pooling); the CLS token is always attended.
 
-Each model counts its own forward FLOPs, `model.count_flops(tally)` (`core.flops.count`):
+Each model counts its own forward FLOPs, `model.count_flops(tally)` (`attnbench.nn.flops.count`):
 embedding lookup and CLS token (data movement, 0 FLOPs), the backbone's registered formula,
 pooling and the head.
 """
@@ -19,14 +19,14 @@ import jax.numpy as jnp
 import ml_collections
 from flax import nnx
 
-from core import backbones, layers
+from attnbench.nn import backbones, layers
 
 __all__ = ["SequenceEncoder", "SequenceClassifier", "DualEncoderClassifier"]
 
 
 def _resolved(model_cfg):
     """`model_cfg` with `dtype="auto"` resolved for this process's backend
-    (`core.layers.resolve_dtype`): the trainer resolves it before building, other callers
+    (`attnbench.nn.layers.resolve_dtype`): the trainer resolves it before building, other callers
     (FLOP counts, benchmarks) build models from the config as written."""
     if model_cfg.get("dtype") != "auto":
         return model_cfg
@@ -36,8 +36,8 @@ def _resolved(model_cfg):
 class SequenceEncoder(nnx.Module):
     """tokens `[B, N]` -> pooled `[B, dim]` float32.
 
-    Precision (`model_cfg.dtype`, see `core.layers`): float32 embeddings (and CLS token), the
-    backbone in the compute dtype, pooling in float32."""
+    Precision (`model_cfg.dtype`, see `attnbench.nn.layers`): float32 embeddings (and CLS token),
+    the backbone in the compute dtype, pooling in float32."""
 
     def __init__(self, *, vocab_size: int, max_len: int, model_cfg, attention_cfg, rngs):
         m = _resolved(model_cfg)
@@ -66,7 +66,8 @@ class SequenceEncoder(nnx.Module):
         return layers.pool(x, mask, self.pool_mode)  # float32
 
     def count_flops(self, tally) -> None:
-        """Forward FLOPs of one sequence at full length into `tally` (`core.flops.Tally`)."""
+        """Forward FLOPs of one sequence at full length into `tally`
+        (`attnbench.nn.flops.Tally`)."""
         tally.claim("embedding", self.embed)
         if self.pool_mode == "cls":
             tally.claim("embedding", self.cls)
@@ -105,7 +106,7 @@ class SequenceClassifier(nnx.Module):
         return self.head(self.encoder(tokens, train=train, key=key)).astype(jnp.float32)
 
     def count_flops(self, tally) -> None:
-        """Forward FLOPs of one example (one sequence) into `tally` (`core.flops.Tally`)."""
+        """Forward FLOPs of one example (one sequence) into `tally` (`attnbench.nn.flops.Tally`)."""
         with tally.per_sequence(1, self.encoder.length):
             self.encoder.count_flops(tally)
         tally.linear("head", self.head.hidden, 1)
@@ -158,7 +159,8 @@ class DualEncoderClassifier(nnx.Module):
         return self.logits(x).astype(jnp.float32)
 
     def count_flops(self, tally) -> None:
-        """Forward FLOPs of one example (two documents) into `tally` (`core.flops.Tally`)."""
+        """Forward FLOPs of one example (two documents) into `tally`
+        (`attnbench.nn.flops.Tally`)."""
         with tally.per_sequence(2, self.encoder.length):
             self.encoder.count_flops(tally)
         if self.interaction == "NLI":

@@ -159,7 +159,7 @@ from collections.abc import Callable, Mapping, Sequence
 import ml_collections
 import numpy as np
 
-from core import cache
+from attnbench.data import cache
 from lra import image
 
 __all__ = [

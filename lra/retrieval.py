@@ -96,7 +96,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import ml_collections
 import numpy as np
 
-from core import cache
+from attnbench.data import cache
 from lra import text as lra_text
 
 __all__ = [

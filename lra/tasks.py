@@ -6,7 +6,8 @@ import pathlib
 
 import numpy as np
 
-from core import cache, errors, tasks
+from attnbench import errors, tasks
+from attnbench.data import cache
 from lra import image, listops, models, pathfinder, retrieval, text
 
 __all__ = ["ListOps", "Text", "Retrieval", "Image", "Pathfinder"]

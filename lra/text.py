@@ -88,7 +88,7 @@ from collections.abc import Sequence
 import ml_collections
 import numpy as np
 
-from core import cache
+from attnbench.data import cache
 
 __all__ = [
     "NUM_CLASSES",

@@ -7,8 +7,8 @@ Config fields read (`config.data`):
   source         "standin" (offline shapes of `pointcloud.shapes`, labelled as such) or
                  "official" (`pointcloud.official`).
   dir            official: the dataset folder (or its parent); standin: the data root whose
-                 `pointcloud/` folder caches the generated sets (`core.cache.data_root`: empty
-                 means $ATTNBENCH_DATA or ~/.cache/attnbench).
+                 `pointcloud/` folder caches the generated sets (`attnbench.data.cache.data_root`:
+                 empty means $ATTNBENCH_DATA or ~/.cache/attnbench).
   layout         ModelNet40 official: "normal_resampled" (default) or "hdf5".
   sampling       ModelNet40 official: "fps" (default, SAMSA) or "first".
   num_categories ModelNet official: 40 (default) or 10 (ModelNet10, normal_resampled).
@@ -46,7 +46,8 @@ import pathlib
 
 import numpy as np
 
-from core import cache, errors
+from attnbench import errors
+from attnbench.data import cache
 from pointcloud import official, shapes
 
 __all__ = ["load", "train_transform", "ConcatSource", "DATASETS", "SOURCES", "AUGMENTS"]

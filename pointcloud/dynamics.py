@@ -28,10 +28,10 @@ Scene (`simulate_episode`):
     kinematic flag is a separate array.
 
 Examples (`DynamicsWindows`): windows of `2 + rollout_steps` consecutive frames: the model sees
-frames t-2 and t-1 and the gripper at t (t = 2 of the window) and predicts the other particles
-at t; a rollout feeds its predictions back for `rollout_steps` steps (HD-VPD trains on 6-step
-rollouts [E4]). `dynamics_dataset` builds every split's episodes once (`core.cache.build_once`
-when given a cache root).
+frames t-2 and t-1 and the gripper at t (t = 2 of the window) and predicts the other particles at t;
+a rollout feeds its predictions back for `rollout_steps` steps (HD-VPD trains on 6-step rollouts
+[E4]). `dynamics_dataset` builds every split's episodes once (`attnbench.data.cache.build_once` when
+given a cache root).
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ import pathlib
 
 import numpy as np
 
-from core import cache, errors
+from attnbench import errors
+from attnbench.data import cache
 
 __all__ = [
     "FEATURE_DIM",
@@ -349,7 +350,7 @@ def dynamics_dataset(
     """Episodes of every split: `{"train"|"val"|"test": {positions [E, T, N, 3], features
     [E, N, 16], kinematic [E, N]}}`, `num_*` episodes each, seeded by `(seed, split, episode)`
     (so a split does not change with the others' sizes). With `cache_root`, built once into
-    `cache_root/dynamics-<hash>` (`core.cache.build_once`) and read back from there."""
+    `cache_root/dynamics-<hash>` (`attnbench.data.cache.build_once`) and read back from there."""
     sizes = {"train": num_train, "val": num_val, "test": num_test}
     args = dict(num_particles=num_particles, frames=frames, num_objects=num_objects, speed=speed)
 

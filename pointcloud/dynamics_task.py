@@ -31,7 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from core import cache, errors, tasks
+from attnbench import errors, tasks
+from attnbench.data import cache
 from pointcloud import dynamics, interlacer
 
 __all__ = ["ParticleDynamics", "rollout_metric_names", "position_errors"]

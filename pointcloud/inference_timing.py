@@ -25,8 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from core import config as config_lib
-from core import io
+from attnbench import config as config_lib
+from attnbench import io
 
 RECIPE = "configs/pointcloud/modelnet40.py"
 PAPER_S = {"pointnet": 18.0, "dgcnn": 23.0, "hard": None, "soft": 1.0}  # SAMSA Table 5
@@ -87,7 +87,7 @@ def measure(
     repeats: int = 1,
 ) -> dict:
     """One record: seconds per model over the test split (see the module docstring)."""
-    from core import tasks
+    from attnbench import tasks
 
     points, description = _test_points(source, data_dir, num_points, num_clouds)
     n = len(points)

@@ -7,8 +7,8 @@ Every model maps one step's particles to their displacement (`Interlacer.__call_
                       kinematic particles' own next step (x^t - x^{t-1}) / delta_scale (zero for
                       the others: the gripper's action at t, HD-VPD's kinematic particles at t),
                       the 16 features and the kinematic flag, embedded by one dense layer;
-  body                `num_layers` pre-LN residual blocks (`core.layers.EncoderBlock`: attention
-                      then MLP), alternating as below;
+  body                `num_layers` pre-LN residual blocks (`attnbench.nn.layers.EncoderBlock`:
+                      attention then MLP), alternating as below;
   output              dx = delta_max * tanh(delta_scale * y / delta_max) (HD-VPD's scaled tanh
                       to +-0.25 scene units [E4]; `delta_scale` the typical step, so small
                       outputs are linear, y = LN + zero-initialised dense: the untrained model
@@ -40,7 +40,7 @@ from flax import nnx
 
 import attention.grf_asym  # noqa: F401  (registers "grf_asym")
 from attention import graphs
-from core import layers
+from attnbench.nn import layers
 from pointcloud import dynamics
 
 __all__ = ["MODELS", "Interlacer", "KnnMessagePassing", "input_features", "IN_FEATURES"]

@@ -5,7 +5,7 @@ Point Transformer (SAMSA Sec. 5, Tables 7-8; notes samsa.md Sec. 1.4, 2.2 (c)(d)
 is a token. Its 6 input features (xyz and the surface normal) go through one linear layer
 ("points with normals (6-d) -> linear", notes 1.4), with no positional encoding (none is stated;
 the points' order is arbitrary), then the backbone named by `model_cfg.encoder`
-(`core.backbones`): "samsa" (SAMSA's pre-RMSNorm blocks with the shared zero-initialised
+(`attnbench.nn.backbones`): "samsa" (SAMSA's pre-RMSNorm blocks with the shared zero-initialised
 residual scale; `attn=softmax` gives the paper's full-attention row in the same blocks) or
 "transformer" (the pre-LN encoder with any registered mechanism). The point coordinates are
 passed to every attention layer as the `coords` input, so a mechanism that builds a k-NN graph
@@ -52,7 +52,8 @@ import jax.numpy as jnp
 import ml_collections
 from flax import nnx
 
-from core import backbones, errors, layers
+from attnbench import errors
+from attnbench.nn import backbones, layers
 
 __all__ = [
     "READOUTS",

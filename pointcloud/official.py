@@ -2,14 +2,14 @@
 PointNet++'s text release, and `modelnet40_ply_hdf5_2048`, PointNet's HDF5 release) and
 ShapeNetPart (`shapenetcore_partanno_segmentation_benchmark_v0_normal`).
 
-Each loader finds the files under `root` (a config's `data.dir`: the dataset folder itself or
-the folder holding it), resamples every shape to a fixed number of points and returns
-random-access sources (`len`, `source[i] -> example dict`) per split with a description. With
-`cache=True` (the default) the first call converts every shape once into `.npy` arrays under
-`<cache_dir or root>/pointcloud/<name>-<hash>/` (`core.cache.build_once`, keyed by the folder,
-the files' sizes and modification times and the options) and later calls memory-map them
-(`core.tasks.Split` over read-only memmaps: nothing is read until indexed); with
-`cache=False` every access reads and resamples the text / HDF5 file again (`FileSource`).
+Each loader finds the files under `root` (a config's `data.dir`: the dataset folder itself or the
+folder holding it), resamples every shape to a fixed number of points and returns random-access
+sources (`len`, `source[i] -> example dict`) per split with a description. With `cache=True` (the
+default) the first call converts every shape once into `.npy` arrays under `<cache_dir or
+root>/pointcloud/<name>-<hash>/` (`attnbench.data.cache.build_once`, keyed by the folder, the files'
+sizes and modification times and the options) and later calls memory-map them
+(`attnbench.tasks.Split` over read-only memmaps: nothing is read until indexed); with `cache=False`
+every access reads and resamples the text / HDF5 file again (`FileSource`).
 
 Layouts, as the loaders the papers follow read them (facts from their code, restated):
 
@@ -86,7 +86,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from core import cache, errors, tasks
+from attnbench import errors, tasks
+from attnbench.data import cache
 from pointcloud import ops
 
 __all__ = [
@@ -279,7 +280,7 @@ class FileSource:
 
 
 def _resolve_root(root) -> pathlib.Path:
-    """The data folder a config names (`core.cache.data_root`), resolved."""
+    """The data folder a config names (`attnbench.data.cache.data_root`), resolved."""
     return cache.data_root(root).resolve()
 
 

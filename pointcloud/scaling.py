@@ -119,7 +119,7 @@ def _spawn(kind: str, n: int, dim: int, reps: int) -> dict:
 def measure(sizes=SIZES, *, dim: int = 64, reps: int = 3, kinds=KINDS, log=print) -> dict:
     """Every (kind, N): `{"rows": [...], "slopes": {kind: slope}, "baseline": {...}}` plus the
     device and the settings."""
-    from core import io
+    from attnbench import io
 
     baseline = _spawn("baseline", 8, dim, 1)
     rows = []
@@ -195,7 +195,7 @@ def plot(rec: dict, path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from core import io
+    from attnbench import io
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for kind in sorted({r["kind"] for r in rec["rows"]}):

@@ -72,7 +72,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from core import tasks
+from attnbench import tasks
 from pointcloud import ops
 
 __all__ = [
@@ -696,7 +696,7 @@ def modelnet_like(
     random_pose: bool = False,
     num_val: int = 0,
 ) -> dict[str, tasks.Split]:
-    """ModelNet40-like classification splits `{"train", "test"}` (`core.tasks.Split`s), and
+    """ModelNet40-like classification splits `{"train", "test"}` (`attnbench.tasks.Split`s), and
     `"val"` when `num_val > 0`: example i is `{"points": float32 [num_points, 6], "label":
     int32 scalar}`, label `i % len(CLASSES)` (13 classes, `CLASSES`)."""
     num_points = int(num_points)

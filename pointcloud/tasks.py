@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from core import errors, tasks
+from attnbench import errors, tasks
 from pointcloud import models
 
 __all__ = ["ModelNetClassification", "ShapeNetPartSegmentation"]

@@ -5,9 +5,10 @@
     python -m scripts.bench replot results/bench/attention_scaling.json
     python -m scripts.bench pipeline --configs configs/lra/text.py:preset=cpu --compare results/runs
 
-`attention`: time and memory per mechanism vs length, one process each (`core.bench_attention`);
-`train`: whole-model train / inference steps/s and memory (`core.bench_train`); `pipeline`: the
-input pipeline alone vs the task's training rate (`core.bench_pipeline`). Writes results/bench/.
+`attention`: time and memory per mechanism vs length, one process each
+(`attnbench.bench.attention`); `train`: whole-model train / inference steps/s and memory
+(`attnbench.bench.train`); `pipeline`: the input pipeline alone vs the task's training rate
+(`attnbench.bench.pipeline`). Writes results/bench/.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ import sys
 import time
 
 import attention
-from core import bench_attention, bench_pipeline, bench_train, cli, io
+from attnbench import cli, io
+from attnbench.bench import attention as bench_attention
+from attnbench.bench import pipeline as bench_pipeline
+from attnbench.bench import train as bench_train
 
 
 def _parser():

@@ -4,14 +4,15 @@
         --out results/bench/attention_ab --title "HEAD vs 600cf43"
 
 Take both sides on the same machine, interleaved (one mechanism of each side in turn), with the
-same bench arguments; `core.bench_compare` says what is compared. Prints the markdown table.
+same bench arguments; `attnbench.bench.compare` says what is compared. Prints the markdown table.
 """
 
 from __future__ import annotations
 
 import sys
 
-from core import bench_compare, cli, errors
+from attnbench import cli, errors
+from attnbench.bench import compare as bench_compare
 
 
 def _parser():

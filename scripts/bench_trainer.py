@@ -3,7 +3,7 @@ on the same batches, measured side by side (alternating) in one process.
 
     python -m scripts.bench_trainer --config configs/lra/listops.py:preset=cpu --steps 60
 
-Writes `results/bench/trainer_overhead.{json,md}` (`core.bench_trainer` says how each rate is
+Writes `results/bench/trainer_overhead.{json,md}` (`attnbench.bench.trainer` says how each rate is
 taken).
 """
 
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import sys
 
-from core import bench_trainer, cli, io
+from attnbench import cli, io
+from attnbench.bench import trainer as bench_trainer
 
 
 def main(argv=None):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pathlib
 import sys
 
-from core import cli, errors, io, plots
+from attnbench import cli, errors, io, plots
 
 _EXPECTED = ("summary.json", "config.json", "metrics.jsonl")
 

@@ -1,4 +1,4 @@
-"""Parameters and forward FLOPs per example of a model, analytically (`core.flops`).
+"""Parameters and forward FLOPs per example of a model, analytically (`attnbench.nn.flops`).
 
     python -m scripts.flops --config configs/lra/text.py:preset=paper,model=samsa
     python -m scripts.flops --config configs/lra/text.py:preset=paper --lengths 1024 2048 4096
@@ -18,9 +18,10 @@ import copy
 import math
 import sys
 
+from attnbench import cli, errors, plugins, validate
+from attnbench import config as config_lib
+from attnbench.nn import flops
 from configs import common
-from core import cli, errors, flops, plugins, validate
-from core import config as config_lib
 
 
 def _at_length(config, length: int):

@@ -8,7 +8,7 @@
 Measures attention alone (bf16, batch 4, 8 heads of 64) for every mechanism against cuDNN's fused
 kernel, and whole LRA training steps (ListOps paper recipe f32 vs bf16, Text at 4,096 tokens
 with softmax and SSA), then states each target of the accelerator issue and whether it holds
-(`core.gpu_check`). Refuses to run on a CPU: the figures would answer nothing.
+(`attnbench.bench.gpu_check`). Refuses to run on a CPU: the figures would answer nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from __future__ import annotations
 import sys
 import time
 
-from core import cli, errors, gpu_check, io
+from attnbench import cli, errors, io
+from attnbench.bench import gpu_check
 
 
 def _parser():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from core import cli, io
+from attnbench import cli, io
 
 PAPER = {"lap_pe": 73.0, "rwse": 53.0, "epoch": 35.0}  # SAMSA Table 4 (LapPE/RWPE: LRGB's)
 LABELS = {"lap_pe": "LapPE", "rwse": "RWPE", "epoch": "SAMSA (whole model)"}

@@ -4,10 +4,10 @@
         python -m scripts.train --config configs/lra/listops.py:preset=smoke --workdir runs/x
 
 Each process gets the CPU backend with D devices, gloo collectives and a coordinator on a free
-loopback port (`core.launch`); process 0's output is this command's, the others' goes to
-`--log-dir` (default: a new temporary directory). When a process fails or is killed the others
-are stopped, with one line naming it. For training, `python -m scripts.train ... --processes N`
-does the same with the logs in the workdir.
+loopback port (`attnbench.launch.multihost`); process 0's output is this command's, the others' goes
+to `--log-dir` (default: a new temporary directory). When a process fails or is killed the others
+are stopped, with one line naming it. For training, `python -m scripts.train ... --processes N` does
+the same with the logs in the workdir.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from __future__ import annotations
 import sys
 import tempfile
 
-from core import cli, launch
+from attnbench import cli
+from attnbench.launch import multihost
 
 
 def _parser() -> cli.ArgumentParser:
@@ -37,7 +38,7 @@ def _parser() -> cli.ArgumentParser:
 def main(argv) -> int:
     args = _parser().parse_args(argv)
     log_dir = args.log_dir or tempfile.mkdtemp(prefix="attnbench-launch-")
-    return launch.run_local(
+    return multihost.run_local(
         args.command,
         processes=args.processes,
         devices_per_process=args.devices_per_process,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core import cli, io
+from attnbench import cli, io
 
 
 def _sizes(text: str) -> tuple[int, ...]:

@@ -22,19 +22,22 @@ to `<runs>/<paper>_<table>/exact/<row>/<column>/seed0/summary.json`. Cells repro
 another command (`Cell.elsewhere`, the speed tables) are listed with that command.
 
 `--attn NAME[:k=v,...]` runs every selected cell whose model has an attention with NAME in it
-instead (`core.substitute`; cells whose configs become identical share one run), under
+instead (`attnbench.papers.substitute`; cells whose configs become identical share one run), under
 `<runs>/attn/<NAME>/<preset>/<config digest>/seed<N>/`; `--all` does it for every table, and
 `scripts.tables --attn NAME` shows the numbers beside ours. `--import MODULE_OR_FILE` imports a
-module that registers your mechanism (also on `scripts.train` and `scripts.tables`). Runs are
-child processes that stop with this one (`core.jobs`): Ctrl-C cancels the queue. The planning
-is `core.reproduce`'s, the run directories `core.runs`'s.
+module that registers your mechanism (also on `scripts.train` and `scripts.tables`). Runs are child
+processes that stop with this one (`attnbench.launch.jobs`): Ctrl-C cancels the queue. The planning
+is `attnbench.papers.reproduce`'s, the run directories `attnbench.papers.runs`'s.
 """
 
 from __future__ import annotations
 
 import sys
 
-from core import cli, jobs, paper_tables, plugins, reproduce, runs, substitute
+from attnbench import cli, plugins
+from attnbench.launch import jobs
+from attnbench.papers import reproduce, runs, substitute
+from attnbench.papers import tables as paper_tables
 
 
 def main(argv=None) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from core import cli, io
+from attnbench import cli, io
 
 
 def main(argv) -> int:

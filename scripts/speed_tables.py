@@ -10,9 +10,9 @@ runtime overhead, Tables 12 and 24-26), ssa (SSA's relative compute / memory / s
 measured, plus a PNG where a picture helps, then `<out>/targets.md` lists every target.
 
 The paper's numbers come from the table configs (`configs/tables/`), whose speed and memory cells
-name the function that measures them; `core.speed_tables` holds the measurements and the
-rendering. Every measurement runs in its own process (`core.isolate`); the paper's numbers are
-quoted with their hardware, ours say the device, batch and sizes.
+name the function that measures them; `attnbench.papers.speed_tables` holds the measurements and the
+rendering. Every measurement runs in its own process (`attnbench.launch.isolate`); the paper's
+numbers are quoted with their hardware, ours say the device, batch and sizes.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core import cli, io, speed, speed_tables
+from attnbench import cli, io
+from attnbench.papers import speed, speed_tables
 
 
 def main(argv=None):

@@ -4,17 +4,17 @@
     python -m scripts.tables --tables samsa.table1 --latex    # one table, plus a LaTeX file
     python -m scripts.tables --readme README.md               # also refresh the README's list
 
-Each cell shows ours (mean +/- std over seeds, the number of seeds when more than one) beside
-the paper's number, with markers for how ours was made: `*` reduced scale (preset `cpu` or
-`smoke`), `+` offline stand-in or generated data instead of the paper's dataset, `=` computed
-exactly (no training); a quoted paper number (the authors copied it from another paper) is
-marked `q`. Each file says which runs its numbers come from (preset, data, device, revision).
-Summaries are read from every `--runs` root (default: your runs under `runs/tables`, then the
-committed ones under `results/tables/runs`; for a seed present in both, the first root wins).
-Output is a pure function of the summaries: running it twice writes the same bytes.
-`leaderboard.md` ranks every mechanism run so far per task and on average (`core.leaderboard`),
-including the runs of `scripts.reproduce --attn NAME`. The summaries are read by `core.runs` and
-the files rendered by `core.table_render`.
+Each cell shows ours (mean +/- std over seeds, the number of seeds when more than one) beside the
+paper's number, with markers for how ours was made: `*` reduced scale (preset `cpu` or `smoke`), `+`
+offline stand-in or generated data instead of the paper's dataset, `=` computed exactly (no
+training); a quoted paper number (the authors copied it from another paper) is marked `q`. Each file
+says which runs its numbers come from (preset, data, device, revision). Summaries are read from
+every `--runs` root (default: your runs under `runs/tables`, then the committed ones under
+`results/tables/runs`; for a seed present in both, the first root wins). Output is a pure function
+of the summaries: running it twice writes the same bytes. `leaderboard.md` ranks every mechanism run
+so far per task and on average (`attnbench.papers.leaderboard`), including the runs of
+`scripts.reproduce --attn NAME`. The summaries are read by `attnbench.papers.runs` and the files
+rendered by `attnbench.papers.render`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from __future__ import annotations
 import pathlib
 import sys
 
-from core import cli, errors, io, leaderboard, paper_tables, plugins, runs, substitute, table_render
+from attnbench import cli, errors, io, plugins
+from attnbench.papers import leaderboard, render, runs, substitute, tables
 
 RUNS = ("runs/tables", "results/tables/runs")
 
@@ -62,28 +63,28 @@ def main(argv=None) -> int:
         sub = substitute.parse(args.attn) if args.attn else None
     except (TypeError, ValueError) as e:
         parser.error(f"--attn {args.attn}: {e}")
-    known = paper_tables.names()
+    known = tables.names()
     for key in args.tables or []:
         if key not in known:
             parser.error(f"unknown table {key!r}; known: {', '.join(known)}")
     for key in args.tables or known:
-        table = paper_tables.load(key)
+        table = tables.load(key)
         results = runs.collect(table, args.runs)
         extra = (sub.label, runs.collect_substituted(table, args.runs, sub)) if sub else None
-        written = table_render.write(
+        written = render.write(
             table, results, args.out, extra=extra, latex=args.latex, plots=not args.no_plots
         )
-        print(f"wrote {args.out}/{table_render.stem(key)}.{{{','.join(written)}}}")
-    io.write_text(f"{args.out}/index.md", table_render.index_page(args.runs))
+        print(f"wrote {args.out}/{render.stem(key)}.{{{','.join(written)}}}")
+    io.write_text(f"{args.out}/index.md", render.index_page(args.runs))
     print(f"wrote {args.out}/index.md")
     board = leaderboard.collect(runs.roots(args.runs))
     io.write_text(
         f"{args.out}/leaderboard.md",
-        leaderboard.render(board, header=table_render.HEADER_MD) + "\n",
+        leaderboard.render(board, header=render.HEADER_MD) + "\n",
     )
     print(f"wrote {args.out}/leaderboard.md")
     if args.readme:
-        changed = table_render.update_readme(args.readme, table_render.index(args.runs))
+        changed = render.update_readme(args.readme, render.index(args.runs))
         print(f"{args.readme}: table list {'updated' if changed else 'unchanged'}")
     return 0
 

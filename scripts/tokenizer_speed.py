@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from core import cli, errors, io
+from attnbench import cli, errors, io
 
 
 def main(argv) -> int:

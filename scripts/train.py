@@ -5,12 +5,12 @@
         --workdir runs/x --config.optimizer.lr=1e-3
 
 `--config.<section>.<field>=<value>` (or `... <value>`) overrides one field; the final config is
-checked as a whole (`core.validate`) before anything is built. Re-running with the same workdir
+checked as a whole (`attnbench.validate`) before anything is built. Re-running with the same workdir
 resumes from the latest checkpoint. A user error (bad config, missing data, unknown name, a
 workdir in use) prints one line and exits with status 2.
 
-`--processes N --devices-per-process D` rehearses a multi-host run on this machine: N JAX
-processes on the CPU backend, D devices each (`core.launch.run_local`); the output of processes
+`--processes N --devices-per-process D` rehearses a multi-host run on this machine: N JAX processes
+on the CPU backend, D devices each (`attnbench.launch.multihost.run_local`); the output of processes
 1..N-1 goes to `<workdir>/logs/process<i>.log`.
 """
 
@@ -22,10 +22,11 @@ import sys
 import threading
 import time
 
-from core import cli, jobs, plugins
-from core import config as config_lib
+from attnbench import cli, plugins
+from attnbench import config as config_lib
+from attnbench.launch import jobs
 
-# Set by core.jobs (scripts.reproduce): this process stops when that parent is gone.
+# Set by attnbench.launch.jobs (scripts.reproduce): this process stops when that parent is gone.
 PARENT_ENV = jobs.PARENT_ENV
 PREFIX = "--config."
 
@@ -96,14 +97,15 @@ def _die_with_parent() -> None:
 
 def _launch(args, overrides) -> int:
     """Runs this training as `args.processes` processes of `args.devices_per_process` devices."""
-    from core import errors, launch
+    from attnbench import errors
+    from attnbench.launch import multihost
 
     if not args.workdir.strip():
         raise errors.WorkdirError("--workdir is empty; name a run directory, e.g. runs/x")
     argv = [f"--config={args.config}", f"--workdir={args.workdir}"]
     argv += [f"--import={m}" for m in args.imports] + ["--verbose"] * args.verbose
     argv += [f"{PREFIX}{k}={v}" for k, v in overrides.items()]
-    return launch.run_local(
+    return multihost.run_local(
         [sys.executable, "-m", "scripts.train", *argv],
         processes=args.processes or 1,
         devices_per_process=args.devices_per_process or 1,
@@ -123,7 +125,7 @@ def main(argv) -> int:
 
     from absl import logging
 
-    from core import train
+    from attnbench import train
 
     if not args.verbose:
         logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
@@ -133,9 +135,9 @@ def main(argv) -> int:
 
 def run() -> None:
     """Console entry point (`attnbench-train`)."""
-    from core import launch
+    from attnbench.launch import multihost
 
-    launch.exit_with(lambda: cli.run(main))
+    multihost.exit_with(lambda: cli.run(main))
 
 
 if __name__ == "__main__":

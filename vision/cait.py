@@ -34,7 +34,8 @@ from flax import nnx
 
 import attention
 from attention import cost
-from core import backbones, errors, layers
+from attnbench import errors
+from attnbench.nn import backbones, layers
 
 __all__ = ["ClassAttention", "ClassAttentionBlock", "CaiTEncoder", "cait", "cait_flops"]
 
@@ -212,8 +213,8 @@ class CaiTEncoder(nnx.Module):
 
 
 def cait_flops(encoder: CaiTEncoder, tally, *, n: int, masked: bool) -> None:
-    """The backbone's FLOP formula (`core.backbones.register`): forward FLOPs of one image of
-    `n` patches into `tally` (`core.flops.Tally`)."""
+    """The backbone's FLOP formula (`attnbench.nn.backbones.register`): forward FLOPs of one image
+    of `n` patches into `tally` (`attnbench.nn.flops.Tally`)."""
     if n != encoder.max_len or masked:
         raise ValueError(f"the CaiT encoder is built for {encoder.max_len} unmasked patches")
     dim = encoder.out_dim

@@ -6,7 +6,8 @@
 
 Sources (`config.data.source`), every one yielding `{"image": uint8 [H, W, 3], "label": int32}`:
   official  the release files under `config.data.dir`:
-            cifar10 / cifar100  the "python version" pickles (`core.cifar`; CIFAR-100's fine
+            cifar10 / cifar100  the "python version" pickles (`attnbench.data.formats.cifar`;
+            CIFAR-100's fine
                           labels), read into memory;
             tiny_imagenet  the release folder `tiny-imagenet-200/`: `wnids.txt`,
                           `train/<wnid>/images/*.JPEG`, `val/images/*.JPEG` with
@@ -19,7 +20,8 @@ Sources (`config.data.source`), every one yielding `{"image": uint8 [H, W, 3], "
             Class indices follow the sorted class-folder names (torchvision's `ImageFolder`,
             timm, and the ImageNet synset order), so labels agree with other tools' checkpoints;
             Tiny-ImageNet's `wnids.txt` must list exactly the training folders.
-  standin   Fashion-MNIST (`core.fashion_mnist`, Debian `dataset-fashion-mnist`), zero-padded to
+  standin   Fashion-MNIST (`attnbench.data.formats.fashion_mnist`, Debian `dataset-fashion-mnist`),
+  zero-padded to
             32x32 and repeated to 3 channels: 10 classes whatever the recipe's dataset (the
             model keeps the recipe's head; labels 0-9). Labelled as a stand-in everywhere.
   tfds      the TFDS dataset `config.data.tfds_name` from `config.data.dir` (optional:
@@ -51,7 +53,9 @@ from collections.abc import Callable
 import ml_collections
 import numpy as np
 
-from core import cache, cifar, errors, fashion_mnist, image_folder, tasks
+from attnbench import errors, tasks
+from attnbench.data import cache
+from attnbench.data.formats import cifar, fashion_mnist, image_folder
 from vision import transforms
 
 __all__ = [

@@ -6,7 +6,7 @@
     logits = model(images, train=True, key=key)     # images float32 [B, H, W, C]
 
 One model for the papers' image tables; `config.model.encoder` names the backbone
-(`core.backbones`):
+(`attnbench.nn.backbones`):
   transformer  ViT / DeiT (Dosovitskiy et al. 2021; Touvron et al. 2021): non-overlapping
                `patch_size` patches embedded by one linear map (a strided convolution; the same
                parameters as vit-pytorch's rearrange + Linear), a class token (`pool="cls"`) or
@@ -25,7 +25,7 @@ Graph-structured mechanisms see the grid of patches: GRF masks over the 2-D grid
 patches (`graph="grid"`, the class token linked to every patch; `configs/vision/common.py` sets
 the grid), as the GRF paper's ViT experiments.
 
-FLOPs: `count_flops(tally)` (`core.flops.count`) adds the patch embedding, the backbone's
+FLOPs: `count_flops(tally)` (`attnbench.nn.flops.count`) adds the patch embedding, the backbone's
 registered formula on the token count, pooling and the head.
 """
 
@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import ml_collections
 from flax import nnx
 
-from core import backbones, layers
+from attnbench.nn import backbones, layers
 from vision import cait, swin  # noqa: F401  (register the "cait" and "swin" backbones)
 
 __all__ = ["grid_shape", "num_tokens", "ImageClassifier"]
@@ -66,7 +66,8 @@ def num_tokens(model_cfg, image_size: int) -> int:
 
 
 def _resolved(model_cfg):
-    """`model_cfg` with `dtype="auto"` resolved for this backend (`core.layers.resolve_dtype`)."""
+    """`model_cfg` with `dtype="auto"` resolved for this backend
+    (`attnbench.nn.layers.resolve_dtype`)."""
     if model_cfg.get("dtype") != "auto":
         return model_cfg
     return ml_collections.ConfigDict({**model_cfg.to_dict(), "dtype": layers.resolve_dtype("auto")})
@@ -75,7 +76,7 @@ def _resolved(model_cfg):
 class ImageClassifier(nnx.Module):
     """images `[B, H, W, C]` float32 -> logits `[B, num_classes]` float32.
 
-    Precision (`model_cfg.dtype`, see `core.layers`): the patch embedding, class token and
+    Precision (`model_cfg.dtype`, see `attnbench.nn.layers`): the patch embedding, class token and
     positions in float32, the backbone in the compute dtype, pooling and head in float32.
     """
 
@@ -136,7 +137,7 @@ class ImageClassifier(nnx.Module):
         return self.head(self.features(images, train=train, key=key)).astype(jnp.float32)
 
     def count_flops(self, tally) -> None:
-        """Forward FLOPs of one image into `tally` (`core.flops.Tally`)."""
+        """Forward FLOPs of one image into `tally` (`attnbench.nn.flops.Tally`)."""
         patches = self.grid[0] * self.grid[1]
         c_in = self.patch_embed.in_features
         dim = self.patch_embed.out_features

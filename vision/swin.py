@@ -50,7 +50,8 @@ from flax import nnx
 
 import attention
 from attention import cost
-from core import backbones, errors, layers
+from attnbench import errors
+from attnbench.nn import backbones, layers
 
 __all__ = [
     "SHIFT_MASKS",
@@ -229,7 +230,7 @@ class SwinBlock(nnx.Module):
       shift_masks: "pairwise" (query-varying mask), "regions" (one key-padded call per region)
         or "auto" (decided by `takes_pairwise_masks`).
       layer_index, num_layers: position of the block among all blocks (for the mechanism).
-      gelu: the MLP's GELU, "tanh" or "erf" (`core.layers.MlpBlock`).
+      gelu: the MLP's GELU, "tanh" or "erf" (`attnbench.nn.layers.MlpBlock`).
 
     Raises:
       errors.ConfigError: relative_position_bias with a mechanism without a "bias" input.
@@ -380,7 +381,7 @@ class SwinBlock(nnx.Module):
         if length != height * width:
             raise ValueError(f"{length} tokens for a {height}x{width} grid")
         k_attn, k_drop, k_mlp = layers.split_keys(key, 3)
-        # Stochastic depth draws from its own stream, as `core.layers.EncoderBlock`.
+        # Stochastic depth draws from its own stream, as `attnbench.nn.layers.EncoderBlock`.
         paths = None if key is None or not self.drop_path else jax.random.fold_in(key, 1 << 20)
         k_path1, k_path2 = layers.split_keys(paths, 2)
         s, w = self.shift, self.window_size
@@ -622,8 +623,8 @@ def _block_flops(block: SwinBlock, tally, layer_index: int) -> None:
 
 
 def swin_flops(encoder: SwinEncoder, tally, *, n: int, masked: bool) -> None:
-    """The backbone's FLOP formula (`core.backbones.register`): forward FLOPs of one example
-    of `n = H'*W'` tokens into `tally` (`core.flops.Tally`); windows partition, roll and
+    """The backbone's FLOP formula (`attnbench.nn.backbones.register`): forward FLOPs of one example
+    of `n = H'*W'` tokens into `tally` (`attnbench.nn.flops.Tally`); windows partition, roll and
     merge gathers are data movement (0 FLOPs)."""
     if n != math.prod(encoder.grid):
         raise ValueError(f"n={n}, but the swin encoder is built for a {encoder.grid} grid")

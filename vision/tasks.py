@@ -7,7 +7,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from core import errors, tasks
+from attnbench import errors, tasks
 from vision import data, mixup, models
 
 __all__ = ["ImageClassification"]
@@ -49,7 +49,7 @@ class ImageClassification:
         )
 
     def check_config(self, config) -> list[str]:
-        """The task's own problems of `config` (`core.validate` adds them to its own)."""
+        """The task's own problems of `config` (`attnbench.validate` adds them to its own)."""
         d, m, out = config.data, config.model, []
         if d.dataset != self.dataset:
             out.append(f"config.data.dataset={d.dataset!r}: the task is {config.task!r}")

@@ -1,11 +1,11 @@
-"""Per-example image augmentation for the vision recipes, as `core.data` transforms.
+"""Per-example image augmentation for the vision recipes, as `attnbench.data.pipeline` transforms.
 
 Every transform here is `f(example: dict, rng: np.random.Generator) -> dict`: it reads
-`example["image"]`, returns a new dict with the new image (other fields kept) and never writes
-into the input arrays (an in-memory source hands out views of its arrays). All randomness comes
-from `rng`, which `core.data` seeds from (seed, position in the stream), so a resumed run draws
-the same augmentations. The factories return `functools.partial`s of module-level functions, so
-transforms pickle into grain's worker processes.
+`example["image"]`, returns a new dict with the new image (other fields kept) and never writes into
+the input arrays (an in-memory source hands out views of its arrays). All randomness comes from
+`rng`, which `attnbench.data.pipeline` seeds from (seed, position in the stream), so a resumed run
+draws the same augmentations. The factories return `functools.partial`s of module-level functions,
+so transforms pickle into grain's worker processes.
 
 Images are uint8 `[H, W, 3]` (RGB) or `[H, W]` / `[H, W, 1]` (grayscale) until `normalize` or
 `to_float` turns them into float32 `[H, W, C]`; `random_erasing` then works on the float image.

@@ -31,7 +31,7 @@ def data(source: str = "standin", **fields) -> ml_collections.ConfigDict:
     # then 16). Edge buckets are `edge_factor` x the node buckets.
     d.node_buckets = ()
     d.edge_factor = 4
-    # Graph size (nodes) the analytic FLOP counts assume (core.flops, SSA's compute column):
+    # Graph size (nodes) the analytic FLOP counts assume (attnbench.nn.flops, SSA's compute column):
     # the dataset's mean; 0 = max_nodes (a padded batch's worst case).
     d.flops_nodes = 0
     for key, value in fields.items():

@@ -33,9 +33,9 @@ import math
 
 import ml_collections
 
+from attnbench import config as config_lib
 from configs import common
 from configs.graphs import common as graph_common
-from core import config as config_lib
 
 # OGB-LSC train split sizes (the epochs of GFSA's recipe are counted in these).
 TRAIN_SIZE = {"v2": 3_378_606, "v1": 3_045_360}

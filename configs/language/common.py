@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 
 import ml_collections
 
+from attnbench import config as config_lib
 from configs import common
-from core import config as config_lib
 
 __all__ = ["SSA_ARGS", "parse", "ssa_layers", "ssa_attention", "finish"]
 

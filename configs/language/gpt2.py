@@ -39,9 +39,9 @@ import math
 
 import ml_collections
 
+from attnbench import config as config_lib
+from attnbench.data import cache
 from configs import common
-from core import cache
-from core import config as config_lib
 from language import corpora, gpt2
 
 DATASETS = ("ptb", "wikitext-2", "wikitext-103")
@@ -53,7 +53,7 @@ EPOCHS = {"ptb": 15, "wikitext-2": 10, "wikitext-103": 4}
 # drops the remainder). WikiText-2 (raw): 2,318 as run_clm logs it [recalled, not re-counted];
 # PTB and WikiText-103 are estimates (~1.1M and ~120M BPE tokens) [estimate]. They only give
 # the config's total_steps / eval_every before the data is read: a run trains `config.epochs`
-# epochs of the training windows it finds (core.train.with_epochs; the summary's `epochs`).
+# epochs of the training windows it finds (attnbench.train.with_epochs; the summary's `epochs`).
 TRAIN_BLOCKS = {"ptb": 1_050, "wikitext-2": 2_318, "wikitext-103": 117_000}
 BATCH = 4  # [gfsa] batch size 4
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import ml_collections
 
+from attnbench import config as config_lib
 from configs import common
-from core import config as config_lib
 
 __all__ = [
     "RECIPES",
@@ -73,7 +73,7 @@ def new(task: str, data: ml_collections.ConfigDict, preset: str) -> ml_collectio
     c.preset = preset
     c.data = common.data_fields(data)
     c.model = model_config()
-    # Accuracy and cross-entropy on val and test (core/evaluators.py), as LRA reports them.
+    # Accuracy and cross-entropy on val and test (attnbench/evaluators.py), as LRA reports them.
     c.evals.classification = ml_collections.ConfigDict({"type": "classification"})
     return c
 

@@ -22,9 +22,9 @@ here (`config.data.zero_is_padding=True` restores LRA's `inputs > 0` mask quirk)
 
 from __future__ import annotations
 
+from attnbench import config as config_lib
 from configs import common
 from configs.lra import base
-from core import config as config_lib
 from lra import pathfinder
 
 TRAIN_EXAMPLES = 160_000  # LRA Pathfinder train[:80%], for epoch-based recipes

@@ -13,8 +13,8 @@ import math
 
 import ml_collections
 
+from attnbench import config as config_lib
 from configs import common
-from core import config as config_lib
 
 SOURCES = ("standin", "official")
 MODELS = ("samsa", "pointnet", "dgcnn")  # the recipe's model= argument
@@ -76,7 +76,7 @@ def samsa_model(num_layers: int) -> ml_collections.ConfigDict:
     """SAMSA's point-cloud model, [paper] Table 8: d_model 256, d_FFN 768, 8 heads, dropout 0.1,
     drop-path 0.1 (6 layers for ModelNet40, 8 for ShapeNetPart)."""
     m = ml_collections.ConfigDict()
-    m.encoder = "samsa"  # core.samsa_block: pre-RMSNorm, shared zero-init residual scale
+    m.encoder = "samsa"  # attnbench.nn.samsa_block: pre-RMSNorm, shared zero-init residual scale
     m.num_layers = num_layers
     m.dim = 256
     m.qkv_dim = 256  # no d_attention column in Table 8: d_attention = d_model (notes 2.1)

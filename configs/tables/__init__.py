@@ -1,1 +1,2 @@
-"""Paper tables as data (`core.paper_tables`): one `<paper>_<table>.py` per published table."""
+"""Paper tables as data (`attnbench.papers.tables`): one `<paper>_<table>.py` per published
+table."""

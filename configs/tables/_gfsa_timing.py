@@ -2,13 +2,13 @@
 GFSA's overhead, one training step of the LRA Text encoder at 1,024 tokens with softmax and
 with GFSA, which `python -m scripts.speed_tables --tables gfsa` measures and prints beside the
 paper's numbers (a different model, so compare the ratios). Not a table (the leading
-underscore keeps it out of `core.paper_tables.names`)."""
+underscore keeps it out of `attnbench.papers.tables.names`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-STEP = "core.speed:lra_text_step"  # steps/s of one LRA Text training step
+STEP = "attnbench.papers.speed:lra_text_step"  # steps/s of one LRA Text training step
 
 
 def step_counterpart(rows: Mapping[str, str], column: str) -> dict:

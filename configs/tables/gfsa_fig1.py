@@ -13,7 +13,7 @@ the GLUE, LibriSpeech and Devign bars need tasks and models not built. List the 
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 COLUMN = "Improvement (%)"
 

@@ -14,8 +14,8 @@ the cells:
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.gfsa_table39 import config, needs  # Table 39 prints the same rows
-from core.paper_tables import Table, grid
 
 COLUMNS = ("Top-1 Acc", "Runtime (s/epoch)")
 

@@ -5,14 +5,14 @@ learnable parameters for 12 layers with 12 heads" (GPT-2), "144 additional param
 (RoBERTa-base on CoLA) and "less than 72 for 12-layer DeiT" (DeiT-S, 6 heads); the authors'
 DeiT-S log confirms 72 (22,050,736 vs 22,050,664; notes gfsa.md Sec. 1.5). Ours is the
 parameter count of our encoder with `gfsa` attention minus the same encoder with softmax,
-computed exactly (`core.paper_exact.gfsa_extra_params`, shape-only, no training):
+computed exactly (`attnbench.papers.exact.gfsa_extra_params`, shape-only, no training):
 
     python -m scripts.reproduce gfsa.params
 """
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from attnbench.papers.tables import Cell, Table
 
 # row: (layers, heads, width, MLP width, the paper's count, where it says so)
 MODELS = {
@@ -40,7 +40,7 @@ def get_table() -> Table:
                 row,
                 RELEASED,
                 paper,
-                exact="core.paper_exact:gfsa_extra_params",
+                exact="attnbench.papers.exact:gfsa_extra_params",
                 exact_args=args,
                 scale=1,
                 note=f"the paper's {where}",
@@ -51,7 +51,7 @@ def get_table() -> Table:
                 row,
                 ALGORITHM_1,
                 None,
-                exact="core.paper_exact:gfsa_extra_params",
+                exact="attnbench.papers.exact:gfsa_extra_params",
                 exact_args={**args, "learn_w0_w1": True},
                 scale=1,
             )

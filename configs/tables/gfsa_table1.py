@@ -12,7 +12,7 @@ RoBERTa encoder); list the cells and what they need:
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 # The printed "MNLI-m/mm" column is split in two.
 COLUMNS = ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI-m", "MNLI-mm", "QNLI", "RTE", "Avg")

@@ -14,8 +14,8 @@ measures and prints beside them; a different model, so compare the ratios. List 
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables._gfsa_timing import step_counterpart
-from core.paper_tables import Table, grid
 
 COLUMNS = ("#Params (M)", "FLOPs (G)", "Throughput (img/s)", "Top-1 Acc", "Top-1 gain (pts)")
 
@@ -52,20 +52,20 @@ NOTES = (
     "with 24 layers here and in Table 25 but 12 in Tables 3 and 15; it has 24 blocks, notes "
     "Sec. 6 item 19).",
     "#Params of every row are counted on the models configs/vision/imagenet.py builds "
-    "(core.paper_exact.model_params_m): exact (CaiT-S's 46,916,200 and 46,916,392 with GFSA are "
-    "the released model and the authors' log).",
-    "FLOPs are the authors' counter applied to the recipes (core.paper_exact.gfsa_code_gflops: "
-    "the flops() methods of their Image/gfsa.py, gfsa_cait.py and Swin code): it counts the "
-    "blocks on the 196 patches without the class token, adds one op per element for norms, "
-    "softmax and LayerScale, and never counts the GFSA filter, so GFSA rows equal their "
-    "backbones. It reproduces every printed value: DeiT-S 4.5787 (printed 4.57, truncated), "
-    "24 layers 9.0991 (printed 9.09, and 9.10 for the identical GFSA count), CaiT-S 9.3414, "
-    "Swin-S 8.7500. Our own count of the same models (core.paper_exact.model_gmacs: matmul "
-    "multiply-accumulates, class token included, checked against XLA's cost analysis) is "
-    "DeiT-S 4.599, 24 layers 9.140, CaiT-S 9.327, Swin-S 8.741 GMAC, and with our GFSA "
-    "(A(AV), never A^2) 4.778, 9.497, 9.681 and 8.855: the filter costs 1-4%; forming A^2 "
-    "as the authors' code does would cost n^3 multiply-adds per head and layer (0.55 G, +12%, "
-    "for the 12-layer DeiT-S).",
+    "(attnbench.papers.exact.model_params_m): exact (CaiT-S's 46,916,200 and 46,916,392 with GFSA "
+    "are the released model and the authors' log).",
+    "FLOPs are the authors' counter applied to the recipes "
+    "(attnbench.papers.exact.gfsa_code_gflops: the flops() methods of their Image/gfsa.py, "
+    "gfsa_cait.py and Swin code): it counts the blocks on the 196 patches without the class token,"
+    " adds one op per element for norms, softmax and LayerScale, and never counts the GFSA filter,"
+    " so GFSA rows equal their backbones. It reproduces every printed value: DeiT-S 4.5787 "
+    "(printed 4.57, truncated), 24 layers 9.0991 (printed 9.09, and 9.10 for the identical GFSA "
+    "count), CaiT-S 9.3414, Swin-S 8.7500. Our own count of the same models "
+    "(attnbench.papers.exact.model_gmacs: matmul multiply-accumulates, class token included, "
+    "checked against XLA's cost analysis) is DeiT-S 4.599, 24 layers 9.140, CaiT-S 9.327, Swin-S "
+    "8.741 GMAC, and with our GFSA (A(AV), never A^2) 4.778, 9.497, 9.681 and 8.855: the filter "
+    "costs 1-4%; forming A^2 as the authors' code does would cost n^3 multiply-adds per head and "
+    "layer (0.55 G, +12%, for the 12-layer DeiT-S).",
     "Throughput units are not stated (timm-style images/s presumed); single measurements on "
     "an RTX 3090.",
     "The FLOPs and throughput columns reappear in Table 25 (gfsa.table25, with the training "
@@ -88,8 +88,8 @@ CONFIG = {
     "Swin-S + GFSA": "configs/vision/imagenet.py:model=swin_s,attn=gfsa",
 }
 EXACT = {
-    "#Params (M)": "core.paper_exact:model_params_m",
-    "FLOPs (G)": "core.paper_exact:gfsa_code_gflops",  # the authors' counter (notes)
+    "#Params (M)": "attnbench.papers.exact:model_params_m",
+    "FLOPs (G)": "attnbench.papers.exact:gfsa_code_gflops",  # the authors' counter (notes)
 }
 
 

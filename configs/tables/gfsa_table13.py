@@ -10,7 +10,7 @@ sweep plots as a line. Each cell runs the DeiT-S + GFSA recipe with its K
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 ROWS = {"K=2": 79.27, "K=3": 81.12, "K=4": 80.86, "K=5": 81.07}
 

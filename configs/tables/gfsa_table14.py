@@ -10,7 +10,7 @@ sweep plots as a line. Each cell runs the CaiT-S24 + GFSA recipe with its K
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 ROWS = {"K=2": 82.54, "K=3": 82.65, "K=4": 82.84}
 

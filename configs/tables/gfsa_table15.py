@@ -13,9 +13,9 @@ the cells:
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables import gfsa_table3
 from configs.tables.gfsa_table12 import CONFIG, GAIN_NEEDS  # Table 3 / 12's recipes
-from core.paper_tables import Table, grid
 
 COLUMNS = ("Top-1 Acc", "Top-1 gain (pts)")
 

@@ -12,7 +12,7 @@ cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 COLUMNS = ("Top-1 Acc", "Top-5 Acc")
 

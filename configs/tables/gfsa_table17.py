@@ -12,7 +12,7 @@ built (`needs`). List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 COLUMNS = ("12 layers", "16 layers", "24 layers")
 

@@ -11,8 +11,8 @@ ContraNorm setting's recipe, and DeiT-T or a 16-layer DeiT-S, as Table 17 (gfsa.
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.gfsa_table17 import needs  # the same setting as Table 17
-from core.paper_tables import Table, grid
 
 COLUMNS = ("12 layers", "16 layers", "24 layers")
 

@@ -13,7 +13,7 @@ cells are counted exactly on the recipe's model. List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table, grid
+from attnbench.papers.tables import Cell, Table, grid
 
 COLUMNS = ("PTB", "WikiText-2", "WikiText-103", "Avg")
 DATASETS = {"PTB": "ptb", "WikiText-2": "wikitext-2", "WikiText-103": "wikitext-103"}
@@ -69,7 +69,7 @@ NEEDS["Avg"] = (
 
 NOTES = (
     "#Params: 117M printed for both rows; GFSA adds 144 = 12 layers x 12 heads learnable w_K "
-    "(Sec. 5.2). Ours are counted exactly on the recipe's model (core.paper_exact:"
+    "(Sec. 5.2). Ours are counted exactly on the recipe's model (attnbench.papers.exact:"
     "model_params_m): 124.44M / 124.44M + 144.",
     "Pretrained GPT-2 small fine-tuned 15 (PTB) / 10 (WikiText-2) / 4 (WikiText-103) epochs, batch "
     "4, lr 5e-5 linear decay, AdamW, dropout 0.1 (App. L.1); the released code computes perplexity "
@@ -106,7 +106,7 @@ def get_table() -> Table:
                 paper=117.0,
                 metric="exact.value",
                 scale=1.0,
-                exact="core.paper_exact:model_params_m",
+                exact="attnbench.papers.exact:model_params_m",
                 exact_args={"config": spec},
                 note=PARAMS_NOTE,
             )

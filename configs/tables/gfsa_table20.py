@@ -11,8 +11,8 @@ cells:
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.gfsa_table4 import config
-from core.paper_tables import Table, grid
 
 # row: (#Params x 10^6, (MAE mean, std)) as printed ("500K")
 ROWS = {"Graphormer": (0.5, (0.1240, 0.006)), "Graphormer + GFSA": (0.5, (0.1189, 0.002))}
@@ -43,7 +43,9 @@ def get_table() -> Table:
             metric="test_best.mae",
             scale=1,
             config=lambda row, column: config(row) if column == "MAE" else None,
-            exact=lambda _, column: "core.paper_exact:model_params_m" if column != "MAE" else None,
+            exact=lambda _, column: (
+                "attnbench.papers.exact:model_params_m" if column != "MAE" else None
+            ),
             exact_args=lambda row, column: {"config": config(row)} if column != "MAE" else {},
         ),
         higher_is_better={"#Params (M)": False, "MAE": False},

@@ -11,8 +11,8 @@ are counted on their models; list the cells:
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.gfsa_table5 import config, metric
-from core.paper_tables import Table, grid
 
 PARAMS = "#Params (M)"
 COLUMNS = (PARAMS, "PCQM4M Train", "PCQM4M Validate", "PCQM4Mv2 Train", "PCQM4Mv2 Validate")
@@ -46,7 +46,9 @@ def get_table() -> Table:
             metric=lambda _, column: metric(column) if column != PARAMS else None,
             scale=1.0,
             config=lambda row, column: config(row, column) if column != PARAMS else None,
-            exact=lambda _, column: "core.paper_exact:model_params_m" if column == PARAMS else None,
+            exact=lambda _, column: (
+                "attnbench.papers.exact:model_params_m" if column == PARAMS else None
+            ),
             exact_args=lambda row, column: (
                 {"config": config(row, "PCQM4Mv2")} if column == PARAMS else {}
             ),

@@ -9,7 +9,7 @@ Nothing here is runnable yet (no code domain). List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 COLUMN = "Clone F1"
 

@@ -13,9 +13,9 @@ gfsa` measures and prints beside them; a different model, so compare the ratios.
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables._gfsa_timing import step_counterpart
 from configs.tables.gfsa_table2 import NEEDS as TASK_NEEDS  # Table 2's tasks
-from core.paper_tables import Table, grid
 
 COLUMNS = ("PTB", "WikiText-2", "WikiText-103", "Avg")
 

@@ -3,7 +3,7 @@ DeiT-S (12 and 24 layers), CaiT-S and Swin-S, with and without GFSA.
 
 Numbers: the paper's Table 25 (App. R), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
 The FLOPs cells are computed exactly, as Table 12's (the authors' counter applied to the models
-configs/vision/imagenet.py builds: core.paper_exact.gfsa_code_gflops); the throughputs and
+configs/vision/imagenet.py builds: attnbench.papers.exact.gfsa_code_gflops); the throughputs and
 runtimes are GPU timings of the paper's setting. The 12-layer DeiT-S runtimes name our
 counterpart (`step_counterpart`): one training step of the LRA Text encoder at 1,024 tokens with
 softmax and with GFSA, which `python -m scripts.speed_tables --tables gfsa` measures and prints
@@ -14,9 +14,9 @@ beside them (a different model, so compare the ratios). List the cells:
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables import gfsa_table12
 from configs.tables._gfsa_timing import step_counterpart
-from core.paper_tables import Table, grid
 
 COLUMNS = ("FLOPs (G)", "Throughput (img/s)", "Runtime (s/epoch)")
 METRIC = {

@@ -14,8 +14,8 @@ model, so compare the ratios. List the cells:
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables._gfsa_timing import step_counterpart
-from core.paper_tables import Table, grid
 
 COLUMNS = ("ZINC", "PCQM4M", "PCQM4Mv2")
 

@@ -10,7 +10,7 @@ List the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 COLUMNS = ("LibriSpeech 100h", "LibriSpeech 960h")
 

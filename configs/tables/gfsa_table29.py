@@ -10,10 +10,10 @@ task, no BERT / ALBERT / RoBERTa encoder). List the cells:
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.gfsa_table23 import (
     needs,
 )  # the same wording as Table 23: the training times of the same models
-from core.paper_tables import Table, grid
 
 COLUMNS = ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI-m/mm", "QNLI", "RTE", "Avg")
 

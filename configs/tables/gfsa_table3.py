@@ -14,8 +14,8 @@ cells and what they need:
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.gfsa_table12 import CONFIG  # the same rows: Table 12's recipes
-from core.paper_tables import Table, grid
 
 # The papers the table cites beside its rows ([n]: the GFSA paper's reference number).
 CITED = {

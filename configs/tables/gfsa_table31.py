@@ -11,8 +11,8 @@ evaluated on the paper's GPU. List the cells:
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.gfsa_table12 import CONFIG  # the same rows: Table 12's recipes
-from core.paper_tables import Table, grid
 
 COLUMN = "Inference Time (s)"
 

@@ -11,10 +11,10 @@ List the cells:
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.gfsa_table26 import (
     needs,
 )  # the same wording as Table 26: the training times of the same models
-from core.paper_tables import Table, grid
 
 COLUMNS = ("ZINC", "PCQM4M", "PCQM4Mv2")
 

@@ -10,10 +10,10 @@ domain). List the cells:
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.gfsa_table27 import (
     needs,
 )  # the same wording as Table 27: the training times of the same models
-from core.paper_tables import Table, grid
 
 COLUMNS = ("LibriSpeech 100h", "LibriSpeech 960h")
 

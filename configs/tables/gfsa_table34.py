@@ -10,10 +10,10 @@ List the cells:
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.gfsa_table28 import (
     needs,
 )  # the same wording as Table 28: the training times of the same models
-from core.paper_tables import Table, grid
 
 COLUMN = "Inference Time (s)"
 

@@ -11,8 +11,8 @@ data (`gfsa_table2.config`; GFSA_even is `attn=gfsa,even=1`, the `gfsa` mechanis
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.gfsa_table2 import config, mean_of
-from core.paper_tables import Table, grid
 
 COLUMNS = ("PTB", "WikiText-2", "WikiText-103", "Avg")
 

@@ -10,8 +10,8 @@ runs, GFSA_even being `even=1`): not runnable here, they need the paper's GPU. L
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.gfsa_table24 import NEEDS  # the same wording as Table 24
-from core.paper_tables import Table, grid
 
 COLUMNS = ("PTB", "WikiText-2", "WikiText-103", "Avg")
 

@@ -12,9 +12,9 @@ for it; the runtimes are GPU timings of the paper's setting. List the cells:
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables import gfsa_table25
 from configs.tables.gfsa_table12 import CONFIG
-from core.paper_tables import Table, grid
 
 COLUMNS = ("Top-1 Acc", "Runtime (s/epoch)")
 

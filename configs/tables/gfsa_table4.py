@@ -10,7 +10,7 @@ deviation over 4 seeds. Each cell trains Graphormer-SLIM on the official ZINC-12
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 ROWS = {"Graphormer": 0.1240, "Graphormer + GFSA": 0.1189}
 

@@ -15,7 +15,7 @@ LRA base recipes (configs/lra/base.py); run them:
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 TASKS = {  # column prefix: config file
     "ListOps": "configs/lra/listops.py",

@@ -12,7 +12,7 @@ cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 COLUMNS = ("PCQM4M Train", "PCQM4M Validate", "PCQM4Mv2 Train", "PCQM4Mv2 Validate")
 

@@ -12,7 +12,7 @@ Graph-ViT cells need models and tasks not built; list the cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 # column: (dataset phrase for `needs`, summary metric, higher is better)
 COLUMNS = {

@@ -10,7 +10,7 @@ cells:
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 COLUMNS = ("100h test-clean", "100h test-other", "960h test-clean", "960h test-other")
 

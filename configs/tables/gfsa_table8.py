@@ -10,7 +10,7 @@ Improvement (%) columns. Nothing here is runnable yet (no code domain); list the
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 COLUMNS = ("Accuracy", "Improvement (%)")
 

@@ -11,8 +11,8 @@ the cells:
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.gfsa_table1 import METRIC  # the same metrics as Table 1
-from core.paper_tables import Table, grid
 
 # The printed "MNLI-m/mm" column is split in two.
 COLUMNS = ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI-m", "MNLI-mm", "QNLI", "RTE", "Avg")

@@ -12,7 +12,7 @@ M_alpha(G) mask), `linear` with `feature_map=relu` and `grf`.
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 COLUMNS = ("ImageNet", "iNaturalist2021", "Places365 (Small)")
 

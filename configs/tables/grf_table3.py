@@ -12,7 +12,7 @@ the ad-hoc and fully learnable masks are not implemented.
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 COLUMN = "Test acc."
 

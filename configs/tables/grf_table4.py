@@ -12,7 +12,7 @@ only lists what each cell needs.
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 COLUMN = "Test acc."
 

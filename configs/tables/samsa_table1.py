@@ -6,13 +6,13 @@ placed by the notes from the learning-curve legends). Run one cell:
     python -m scripts.reproduce samsa.table1 --preset cpu --cells listops
 
 The table's last row (inference speed at 1,024 tokens) is not a training cell: its cells name the
-function that measures them (`core.speed:samsa_inference`), which
+function that measures them (`attnbench.papers.speed:samsa_inference`), which
 `python -m scripts.speed_tables --tables samsa` runs (results/bench/paper_samsa.md).
 """
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from attnbench.papers.tables import Cell, Table
 
 COLUMNS = ("128 Soft", "128 Hard", "256 Soft", "256 Hard", "512 Soft", "512 Hard", "Full SA")
 
@@ -124,7 +124,7 @@ def _speed_cell(column: str, paper: float) -> Cell:
         scale=1,
         note=note,
         elsewhere=SPEED_ELSEWHERE,
-        measure="core.speed:samsa_inference",
+        measure="attnbench.papers.speed:samsa_inference",
         measure_args={"length": 1024, **args},
     )
 

@@ -16,7 +16,7 @@ others need a model we do not have.
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 COLUMNS = ("ListOps", "Text", "Retrieval", "Image", "Pathfinder")
 

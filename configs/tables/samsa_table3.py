@@ -14,8 +14,8 @@ own models:
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.gfsa_table6 import GPS_RECIPES  # GraphGPS's recipe (graphs/gps.py)
-from core.paper_tables import Table, grid
 
 COLUMNS = ("Peptides-struct (MAE)", "Peptides-func (AP)")
 METRIC = {"Peptides-struct (MAE)": "test_best.mae", "Peptides-func (AP)": "test_best.ap"}

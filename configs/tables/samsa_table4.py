@@ -14,7 +14,7 @@ the 24-layer Graph-Bridge SAMSA recipe (`graphs.pe_timing`):
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 ROW = "Peptides-struct"
 COLUMNS = ("LapPE", "RWPE", "SAMSA (whole model)")

@@ -14,7 +14,7 @@ hard and soft SAMSA, the same model with full attention, PointNet and DGCNN
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 ROW = "Inference time (s)"
 COLUMNS = ("PointNet", "DGCNN", "hard-SAMSA", "soft-SAMSA")

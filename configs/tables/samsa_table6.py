@@ -14,7 +14,7 @@ The other baselines are not implemented; each cell says what it needs.
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 COLUMNS = ("ModelNet40 mAcc", "ModelNet40 OA", "ShapeNetPart c. IoU", "ShapeNetPart i. IoU")
 

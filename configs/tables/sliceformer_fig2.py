@@ -6,14 +6,14 @@ should be equal; the paper plots, over 100 trials per N (PyTorch 2.0.0), the std
 ("Prob", c), and reads a growing MAE and a falling Prob as the softmax's discrepancy of
 permutation equivariance. The figure prints no numbers: the paper cells hold nothing, the
 claims are in the notes below. Ours: `jax.nn.softmax` (jit, float32) on this machine's backend,
-computed exactly (`core.paper_exact.softmax_numerics`):
+computed exactly (`attnbench.papers.exact.softmax_numerics`):
 
     python -m scripts.reproduce sliceformer.fig2
 """
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from attnbench.papers.tables import Cell, Table
 
 SIZES = (10, 100, 1_000, 10_000, 100_000, 1_000_000)
 STATS = {"Std (a)": "std", "MAE, L1 norm (b)": "mae", "Prob equal (c)": "prob"}
@@ -26,7 +26,7 @@ def get_table() -> Table:
             row,
             column,
             None,
-            exact="core.paper_exact:softmax_numerics",
+            exact="attnbench.papers.exact:softmax_numerics",
             exact_args=dict(n=n, stat=stat, trials=100, seed=0),
             scale=1,
         )

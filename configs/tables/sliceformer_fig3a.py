@@ -5,7 +5,7 @@ Sliceformer, and plots the MAE between the outputs against depth: the Transforme
 softmax's rounding, Fig. 2) and "our Sliceformer can preserve the permutation-invariance
 property perfectly". The notes (sliceformer.md Sec. 1.8) show the claim cannot hold for a
 residual Sliceformer beyond one layer: the sort output is order-invariant, the residual stream
-is order-equivariant, and their sum is neither. We measure it (`core.paper_exact.
+is order-equivariant, and their sum is neither. We measure it (`attnbench.papers.exact.
 permutation_mae`): a randomly initialised 6-layer encoder with the LRA Image Sliceformer
 recipe's widths, 1,024 shuffled tokens after a fixed [CLS], float32; the MAE of the [CLS]
 output after each layer. Columns: softmax attention; the Sliceformer as built (residual); the
@@ -16,7 +16,7 @@ Sliceformer without the residual around attention; the max-exchange variant (res
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from attnbench.papers.tables import Cell, Table
 
 LAYERS = 6
 # column: (mechanism, residual around attention)
@@ -44,7 +44,7 @@ def get_table() -> Table:
                     row,
                     column,
                     0.0 if claimed else None,
-                    exact="core.paper_exact:permutation_mae",
+                    exact="attnbench.papers.exact:permutation_mae",
                     exact_args=dict(
                         attention=mechanism, layer=layer, residual=residual, num_layers=LAYERS
                     ),

@@ -17,7 +17,7 @@ task columns (Path-X excluded), not a run of its own.
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 TASKS = ("ListOps", "Text", "Retrieval", "Image", "Path", "Path-X")
 COLUMNS = TASKS + ("Avg. Acc",)

@@ -8,15 +8,15 @@ Performer, Sliceformer) are measured on the LRA Text model at 1K-4K tokens by
 
     python -m scripts.speed_tables --tables sliceformer     # -> results/bench/paper_sliceformer.md
 
-which prints the paper's numbers beside ours: each measured cell names the function that
-measures it (`measure`: one training step of the LRA Text model serves a row's speed and memory
-cells at one length; `core.speed.lra_text_step`, rendered by `core.speed_tables`).
+which prints the paper's numbers beside ours: each measured cell names the function that measures it
+(`measure`: one training step of the LRA Text model serves a row's speed and memory cells at one
+length; `attnbench.papers.speed.lra_text_step`, rendered by `attnbench.papers.speed_tables`).
 """
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables import sliceformer_table2
-from core.paper_tables import Table, grid
 
 LENGTHS = ("1K", "2K", "3K", "4K")
 SPEED = tuple(f"Speed {n}" for n in LENGTHS)  # training steps per second
@@ -37,7 +37,7 @@ MEASURED = {
     "Sliceformer": "sliceformer",
 }
 
-MEASURE = "core.speed:lra_text_step"  # steps/s and memory of one LRA Text training step
+MEASURE = "attnbench.papers.speed:lra_text_step"  # steps/s and memory of one LRA Text training step
 TOKENS = {"1K": 1000, "2K": 2000, "3K": 3000, "4K": 4000}  # sequence length of each column
 
 # The rows whose mechanism is missing: the same wording as Table 2.

@@ -14,8 +14,8 @@ The "Ascending (Default)" row is the Sliceformer of Table 2 (same config, same p
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables import sliceformer_table2
-from core.paper_tables import Table, grid
 
 # Table 2's columns, task configs and Avg. Acc (Path-X excluded).
 COLUMNS, TASK_CONFIG, AVERAGED = (

@@ -5,7 +5,7 @@ from scratch.
 Numbers: the paper's Table 5 (checked against ../shared/papers/sliceformer.txt), as extracted in
 ../shared/papers/notes/sliceformer.md Sec. 3 (Table 5); both rows are the authors' runs. The
 Size columns are computed exactly from the models our recipes build
-(`core.paper_exact:model_params_m`); the accuracy columns train the recipes
+(`attnbench.papers.exact:model_params_m`); the accuracy columns train the recipes
 (configs/vision/<dataset>.py, `model=vit|sliceformer`).
 
     python -m scripts.reproduce sliceformer.table5 --list     # the cells and what they need
@@ -13,7 +13,7 @@ Size columns are computed exactly from the models our recipes build
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 DATASETS = ("CIFAR-10", "CIFAR-100", "Tiny-ImageNet")
 SIZE = {d: f"Size {d} (M)" for d in DATASETS}
@@ -25,7 +25,7 @@ CONFIG = {
     "Tiny-ImageNet": "configs/vision/tiny_imagenet.py",
 }
 MODEL = {"ViT": "vit", "Sliceformer": "sliceformer"}
-EXACT = "core.paper_exact:model_params_m"  # the Size cells
+EXACT = "attnbench.papers.exact:model_params_m"  # the Size cells
 
 # row: sizes (x 10^6 parameters) then top-1 accuracy, in COLUMNS order, as printed
 ROWS = {

@@ -2,11 +2,11 @@
 slicing-sorting attention) on PCQM4M-LSC, mean absolute error of the HOMO-LUMO gap (eV).
 
 Numbers: the paper's Table 6 (checked against ../shared/papers/sliceformer.txt), as extracted in
-../shared/papers/notes/sliceformer.md Sec. 3 (Table 6); both rows are the authors' runs (notes
-Sec. 3: the Graphormer number is a re-run, not the Graphormer paper's own result). The "Size"
-column (parameters x 10^6) is computed exactly from the recipe's model
-(`core.paper_exact:model_params_m`); the MAE cells train Graphormer-base on the official PCQM4M
-files (`configs/graphs/pcqm.py:source=official,version=v1`, softmax or the authors'
+../shared/papers/notes/sliceformer.md Sec. 3 (Table 6); both rows are the authors' runs (notes Sec.
+3: the Graphormer number is a re-run, not the Graphormer paper's own result). The "Size" column
+(parameters x 10^6) is computed exactly from the recipe's model
+(`attnbench.papers.exact:model_params_m`); the MAE cells train Graphormer-base on the official
+PCQM4M files (`configs/graphs/pcqm.py:source=official,version=v1`, softmax or the authors'
 `sliceformer_graph` attention):
 
     python -m scripts.reproduce sliceformer.table6 --list     # the cells and what they need
@@ -14,7 +14,7 @@ files (`configs/graphs/pcqm.py:source=official,version=v1`, softmax or the autho
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 COLUMNS = ("Size", "MAE")
 
@@ -44,7 +44,9 @@ def get_table() -> Table:
             metric=lambda _, column: "val_best.mae" if column == "MAE" else None,
             scale=1,
             config=lambda row, column: config(row) if column == "MAE" else None,
-            exact=lambda _, column: "core.paper_exact:model_params_m" if column == "Size" else None,
+            exact=lambda _, column: (
+                "attnbench.papers.exact:model_params_m" if column == "Size" else None
+            ),
             exact_args=lambda row, column: {"config": config(row)} if column == "Size" else {},
         ),
         higher_is_better={"Size": False, "MAE": False},

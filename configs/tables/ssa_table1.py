@@ -13,7 +13,7 @@ computed (no training); list the cells with
 
     python -m scripts.reproduce ssa.table1 --list
 
-C is `core.flops.ssa_compute_ratio`: forward FLOPs of the transformer layers of the paper's
+C is `attnbench.nn.flops.ssa_compute_ratio`: forward FLOPs of the transformer layers of the paper's
 full-size decoder (notes Sec. 1.5), `(1 - 0.1)·C + 0.1` for +FT. M and S were measured on the
 authors' V100 GPUs; our CPU-scale counterpart of the L4 ratios (the LRA Text encoder at 4K
 tokens, a quarter of the sources kept) is named by the S0 and S16-L4 M / S cells (`measure`) and
@@ -26,7 +26,7 @@ share for the language runs.
 
 from __future__ import annotations
 
-from core.paper_tables import Cell, Table
+from attnbench.papers.tables import Cell, Table
 
 # The recipes of the language rows (official data; the paper preset).
 RECIPES = {
@@ -104,7 +104,7 @@ def counterpart(row: str) -> dict:
     """The `measure` fields of a memory / speed cell of `row` (none for the other rows)."""
     if row not in COUNTERPART:
         return {}
-    return dict(measure="core.speed:lra_text_step", measure_args=dict(COUNTERPART[row]))
+    return dict(measure="attnbench.papers.speed:lra_text_step", measure_args=dict(COUNTERPART[row]))
 
 
 # row: (windows w, sampled layers l, +FT) -> S<l>-L<w>; S0 is w = 1 (dense)
@@ -168,7 +168,7 @@ def compute_cell(
     run: str, row: str, column: str, paper: float | None, setups=SETUPS, note: str | None = None
 ) -> Cell:
     """The exact C cell of `row` (S<l>-L<w>[+FT], `setups[row]` = (w, l, +FT)) for `run` in
-    `core.flops.SSA_RUNS`."""
+    `attnbench.nn.flops.SSA_RUNS`."""
     windows, layers, ft = setups[row]
     return Cell(
         row=row,
@@ -176,7 +176,7 @@ def compute_cell(
         paper=paper,
         metric="exact.value",
         scale=1.0,
-        exact="core.flops:ssa_compute_ratio",
+        exact="attnbench.nn.flops:ssa_compute_ratio",
         exact_args=dict(
             run=run, windows=windows, sampled_layers=layers, finetune=0.1 if ft else 0.0
         ),
@@ -248,9 +248,9 @@ def get_table() -> Table:
             "Quality metrics are the final model's (`*_last`): a best-checkpoint pick could land "
             "before the +FT phase.",
             "C: total training compute; M, S: averaged over training (also for +FT rows). C is "
-            "computed exactly by core.flops.ssa_compute_ratio (forward FLOPs of the transformer "
-            "layers, 2·12·d² + 4·N_src·d per token and layer; notes Sec. 1.5); it matches every "
-            "printed C to 2 decimals.",
+            "computed exactly by attnbench.nn.flops.ssa_compute_ratio (forward FLOPs of the "
+            "transformer layers, 2·12·d² + 4·N_src·d per token and layer; notes Sec. 1.5); it "
+            "matches every printed C to 2 decimals.",
             "Enwik8 S16-L6 / S16-L8 (+FT) are blank in the paper (not run); only their C cells "
             "are kept, as our count with no paper number.",
             "Best per the text: WikiText-103 S16-L4 +FT; Enwik8 S12-L4 (+FT).",

@@ -14,8 +14,8 @@ official data with its Table 1 row's SSA (the printed "S12-L8" runs S16-L8, see 
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.ssa_table1 import lm_config
-from core.paper_tables import Table, grid
 
 # row as printed: (Table 1 row, renorm dev, test, ensemble dev, test)
 ROWS = {

@@ -20,8 +20,8 @@ This module also holds what the other SSA tables share for the image runs: the S
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Cell, Table
 from configs.tables.ssa_table1 import SPEED_COUNTERPART, compute_cell, counterpart, gpu_needs
-from core.paper_tables import Cell, Table
 
 CIFAR_RECIPE = "configs/language/cifar10.py:source=official"
 # CIFAR-10 row -> its recipe (configs/language/cifar10.py on the official pickles)
@@ -156,7 +156,7 @@ def get_table() -> Table:
                 paper=c,
                 metric="exact.value",
                 scale=1.0,
-                exact="core.paper_exact:model_compute_ratio",
+                exact="attnbench.papers.exact:model_compute_ratio",
                 exact_args=dict(
                     config=imagenet_config(row),
                     baseline=imagenet_config(IMAGENET_BASELINE),
@@ -201,11 +201,11 @@ def get_table() -> Table:
             "stage-4 layers cannot be split); W14-S6 = layers 5-10 (notes Sec. 6, 12).",
             "+FT rows: total compute, memory and speed averaged over training. Quality metrics "
             "are the final model's (`*_last`).",
-            "CIFAR-10 C is computed exactly by core.flops.ssa_compute_ratio (run 'CIFAR-10'); "
-            "it gives 0.775 for S16-L4 +FT against the printed 0.77 (see the cell's note). "
-            "ImageNet C is the ratio of the Swin-T recipes' training-forward matmul FLOPs "
-            "(core.paper_exact.model_compute_ratio; SSA counts only the sampled sources): 0.92 / "
-            "0.92 / 0.97 against the printed 0.90 / 0.90 / 0.97, as the notes' plain count.",
+            "CIFAR-10 C is computed exactly by attnbench.nn.flops.ssa_compute_ratio (run "
+            "'CIFAR-10'); it gives 0.775 for S16-L4 +FT against the printed 0.77 (see the cell's "
+            "note). ImageNet C is the ratio of the Swin-T recipes' training-forward matmul FLOPs "
+            "(attnbench.papers.exact.model_compute_ratio; SSA counts only the sampled sources): "
+            "0.92 / 0.92 / 0.97 against the printed 0.90 / 0.90 / 0.97, as the notes' plain count.",
             "Best per the text: CIFAR-10 S16-L4 +FT; ImageNet W14-S6-L4 +FT among SSA runs.",
             SPEED_COUNTERPART + ".",
         ),

@@ -7,7 +7,7 @@ the last 10% of training).
 Numbers: the paper's Table 3 (checked against ../shared/papers/ssa.txt), as extracted in
 ../shared/papers/notes/ssa.md Sec. 3. The MAE cells train EGT-Simple small on the official
 PCQM4Mv2 files (`configs/graphs/pcqm.py:source=official,version=v2,model=egt[,ssa=U<x>][,ft=1]`);
-the Compute cells are computed exactly from the recipes' models (`core.paper_exact:
+the Compute cells are computed exactly from the recipes' models (`attnbench.papers.exact:
 model_compute_ratio`: training-forward matmul FLOPs against S0's, at PCQM4Mv2's mean graph of
 14 heavy atoms plus the 4 virtual nodes); list the cells with
 
@@ -18,7 +18,7 @@ This module also holds the recipes the other SSA graph tables share (`config`).
 
 from __future__ import annotations
 
-from core.paper_tables import Table, grid
+from attnbench.papers.tables import Table, grid
 
 BASELINE = "configs/graphs/pcqm.py:source=official,version=v2,model=egt"
 
@@ -38,7 +38,7 @@ def _cell(row: str, column: str) -> dict:
     if column.endswith("MAE"):
         return {"config": config(row, finetune), "metric": "val_last.mae"}
     return {
-        "exact": "core.paper_exact:model_compute_ratio",
+        "exact": "attnbench.papers.exact:model_compute_ratio",
         "exact_args": {
             "config": config(row, finetune),
             "baseline": BASELINE,

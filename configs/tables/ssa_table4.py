@@ -16,8 +16,8 @@ locally biased SSA, 4 windows. List the cells with
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.ssa_table1 import lm_cell
-from core.paper_tables import Table, grid
 
 # row: WikiText-103 (renorm dev, test, ensemble dev, test), Enwik8 (the same)
 ROWS = {

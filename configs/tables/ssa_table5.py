@@ -14,8 +14,8 @@ subsampled passes (Ensemble, `mae_ensemble`) side by side; list the cells with
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.ssa_table3 import config
-from core.paper_tables import Table, grid
 
 # row: (w/o FT renorm, w/o FT ensemble, +FT renorm, +FT ensemble)
 ROWS = {

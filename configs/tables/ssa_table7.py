@@ -9,16 +9,17 @@ training):
 
     python -m scripts.reproduce ssa.table7
 
-The decoders' compute is `core.paper_exact.ssa_exaflop`: forward FLOPs of the transformer layers
-per token x context x batch x steps (notes Sec. 1.5; the run sizes are `core.flops.SSA_RUNS`);
-Swin-T's and EGT small's are `core.paper_exact.recipe_exaflop` of their recipes (the W14 recipe of
-configs/vision/imagenet.py; the dense EGT of configs/graphs/pcqm.py).
+The decoders' compute is `attnbench.papers.exact.ssa_exaflop`: forward FLOPs of the transformer
+layers per token x context x batch x steps (notes Sec. 1.5; the run sizes are
+`attnbench.nn.flops.SSA_RUNS`); Swin-T's and EGT small's are `attnbench.papers.exact.recipe_exaflop`
+of their recipes (the W14 recipe of configs/vision/imagenet.py; the dense EGT of
+configs/graphs/pcqm.py).
 """
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Cell, Table
 from configs.tables import ssa_table1, ssa_table2, ssa_table3
-from core.paper_tables import Cell, Table
 
 COLUMNS = ("Compute (ExaFLOP)", "Memory/GPU (GB)", "Time/step (ms)")
 
@@ -30,7 +31,7 @@ ROWS = {
     "ImageNet-1k": ("Swin-Tiny", 3.2, 4.0, 146),
     "PCQM4Mv2": ("EGT small", 0.5, None, None),
 }
-EXACT = ("WikiText-103", "Enwik8", "CIFAR-10")  # runs in core.flops.SSA_RUNS
+EXACT = ("WikiText-103", "Enwik8", "CIFAR-10")  # runs in attnbench.nn.flops.SSA_RUNS
 
 GPU_NEEDS = {
     "WikiText-103": ssa_table1.GPU_NEEDS["WikiText-103"],
@@ -72,9 +73,11 @@ def get_table() -> Table:
     cells = []
     for row, (_, compute, memory, time) in ROWS.items():
         if row in EXACT:
-            how = dict(exact="core.paper_exact:ssa_exaflop", exact_args=dict(run=row))
+            how = dict(exact="attnbench.papers.exact:ssa_exaflop", exact_args=dict(run=row))
         elif row in RECIPE:
-            how = dict(exact="core.paper_exact:recipe_exaflop", exact_args=dict(config=RECIPE[row]))
+            how = dict(
+                exact="attnbench.papers.exact:recipe_exaflop", exact_args=dict(config=RECIPE[row])
+            )
         else:
             raise AssertionError(row)
         cells.append(
@@ -118,7 +121,8 @@ def get_table() -> Table:
             "transformer decoders (width 1024); ImageNet-1k: Swin-Tiny; PCQM4Mv2: EGT small.",
             "Compute counts forward FLOPs only (2 per multiply-add, transformer layers, causal "
             "mask not discounted; notes Sec. 1.5): WikiText-103 7.600, Enwik8 1.759, CIFAR-10 "
-            "23.749 EFLOP by core.paper_exact.ssa_exaflop, against the printed 7.6 / 1.7 / 23.8.",
+            "23.749 EFLOP by attnbench.papers.exact.ssa_exaflop, against the printed "
+            "7.6 / 1.7 / 23.8.",
             "Memory and time were measured on the authors' V100 32 GB GPUs (PyTorch, mixed "
             "precision; per-GPU batch not stated); PCQM4Mv2's are '-' in the paper (data loading "
             "was the bottleneck) and are left out.",

@@ -15,8 +15,8 @@ columns); list the cells with
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.ssa_table1 import lm_config
-from core.paper_tables import Table, grid
 
 # row: (Table 1 row, WikiText-103 (biased dev, test, unbiased dev, test), Enwik8 (the same))
 ROWS = {

@@ -14,8 +14,8 @@ configs/vision/imagenet.py (`window=14,ssa=S10|S6[,ft=1],sampling=local|unbiased
 
 from __future__ import annotations
 
+from attnbench.papers.tables import Table, grid
 from configs.tables.ssa_table2 import imagenet_config
-from core.paper_tables import Table, grid
 
 # row: (Table 2 row, locally biased %, unbiased %)
 ROWS = {

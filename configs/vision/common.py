@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import ml_collections
 
+from attnbench import config as config_lib
 from configs import common
 from configs.vision import presets
-from core import config as config_lib
 from vision import data, models
 
 __all__ = [
@@ -81,7 +81,7 @@ def model_config() -> ml_collections.ConfigDict:
     m.positions = "learned"  # learned absolute positions, one per token (class token included)
     m.pool = "cls"  # cls (class token) | mean (global average pooling)
     m.head_classes = 0  # classes of the linear head; 0 = config.data.num_classes
-    m.dtype = "float32"  # compute dtype: float32 | bfloat16 | float16 | auto (see core.layers)
+    m.dtype = "float32"  # compute dtype: float32 | bfloat16 | float16 | auto (attnbench.nn.layers)
     # MLP activation: erf = the exact GELU of PyTorch's nn.GELU, which timm (DeiT, CaiT, Swin) and
     # vit-pytorch use; tanh = the approximation (LRA's). Runs committed before this field existed
     # used tanh (their config.json has no `gelu`, which reads as tanh).
@@ -106,7 +106,7 @@ def new(task: str, data: ml_collections.ConfigDict, preset: str) -> ml_collectio
     c.model = model_config()
     # Weight decay on every parameter (all) or on the weight matrices only (kernels: timm).
     c.optimizer.decay_on = "all"
-    # Top-1 and top-5 accuracy and cross-entropy on val and test (core/evaluators.py).
+    # Top-1 and top-5 accuracy and cross-entropy on val and test (attnbench/evaluators.py).
     c.evals.classification = ml_collections.ConfigDict({"type": "classification", "top_k": (5,)})
     return c
 

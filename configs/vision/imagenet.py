@@ -29,8 +29,8 @@ Fashion-MNIST (offline), labelled as a stand-in.
 
 from __future__ import annotations
 
+from attnbench import config as config_lib
 from configs.vision import common, presets
-from core import config as config_lib
 from vision import data
 
 

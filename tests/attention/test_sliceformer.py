@@ -64,7 +64,7 @@ def test_registered_without_parameters_or_qk():
 def test_attention_block_builds_no_query_key_projections():
     from flax import nnx
 
-    from core import layers
+    from attnbench.nn import layers
 
     layer = layers.Attention(16, 4, 16, attention.get("sliceformer"), rngs=nnx.Rngs(0))
     assert not hasattr(layer, "query") and not hasattr(layer, "key")

@@ -6,7 +6,7 @@ import pickle
 import numpy as np
 import pytest
 
-from core import data as core_data
+from attnbench.data import pipeline
 from graphs import batching
 
 
@@ -130,8 +130,8 @@ def test_collate_pads_to_buckets():
     batch = collate(examples)
     n = np.array([len(e["node_feat"]) for e in examples])
     e = np.array([e["edge_index"].shape[1] for e in examples])
-    size_n = core_data.pad_to_bucket(n.max(), (8, 16, 24))
-    size_e = core_data.pad_to_bucket(e.max(), (64, 128, 512))
+    size_n = pipeline.pad_to_bucket(n.max(), (8, 16, 24))
+    size_e = pipeline.pad_to_bucket(e.max(), (64, 128, 512))
     assert batch["nodes"].shape == (10, size_n, 9) and batch["nodes"].dtype == np.int32
     assert batch["edges"].shape == (10, size_e, 3) and batch["edge_index"].shape == (10, size_e, 2)
     assert batch["adjacency"].shape == batch["spd"].shape == (10, size_n, size_n)
@@ -197,7 +197,7 @@ def test_train_and_eval_iterators_with_bounded_shapes():
         w = batch["node_mask"][..., None].astype(jnp.float32)
         return (batch["nodes"] * w).sum((1, 2)) / jnp.maximum(w.sum((1, 2)), 1.0)
 
-    it = core_data.train_iterator(ds, batch_size=8, seed=0, collate=collate, prefetch=0)
+    it = pipeline.train_iterator(ds, batch_size=8, seed=0, collate=collate, prefetch=0)
     shapes = set()
     for _ in range(12):
         batch = next(it)
@@ -206,7 +206,7 @@ def test_train_and_eval_iterators_with_bounded_shapes():
         masked_mean({k: batch[k] for k in ("nodes", "node_mask")})
     assert len(traces) == len({s[0] for s in shapes}) <= 2
     seen = 0
-    for batch in core_data.eval_batches(ds, batch_size=16, collate=collate):
+    for batch in pipeline.eval_batches(ds, batch_size=16, collate=collate):
         seen += int(batch["weight"].sum())
         assert 0.0 <= batching.padding_waste(batch) < 1.0
     assert seen == len(ds)
@@ -254,7 +254,7 @@ def _with_node_fields(graphs, rng):
 
 
 def test_node_fields_pack_serve_and_collate(tmp_path):
-    from core import cache
+    from attnbench.data import cache
 
     graphs, target = _dataset(count=12, sizes=(2, 15))
     graphs = _with_node_fields(graphs, np.random.default_rng(3))

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from core import backbones, errors, layers
+from attnbench import errors
+from attnbench.nn import backbones, layers
 from graphs import batching, egt
 
 ATOM_DIMS, BOND_DIMS = (5, 3), (4, 2)
@@ -486,7 +487,7 @@ def test_flop_formula_matmuls(train, keep):
     and FFN projections on T tokens, the edge bias and gates (128 -> 32) on T x S pairs, and
     QK^T and AV on T x S scores (S = round(keep T) with SSA in training, T otherwise); the
     readout MLP once."""
-    from core import flops
+    from attnbench.nn import flops
 
     cfg = ml_collections.ConfigDict({"num_layers": 6, "dim": 512, "edge_dim": 128, "num_heads": 32})
     attn = {"name": "ssa", "sampling": "graph", "keep": keep, "always_keep": 4}

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from core import backbones, errors
+from attnbench import errors
+from attnbench.nn import backbones
 from graphs import batching, featurize, gps, positional
 
 ATOM_DIMS, BOND_DIMS = (5, 3), (4, 2)
@@ -411,7 +412,7 @@ def _peptides_struct_cfg():
 def test_peptides_struct_parameter_count():
     """The Peptides-struct build plus the task's Linear(96, 11) head against GraphGPS's modules
     for that config counted by hand (BatchNorm's affine pair counted as LayerNorm's)."""
-    from core import flops
+    from attnbench.nn import flops
 
     cfg = _peptides_struct_cfg()
     abstract = nnx.eval_shape(

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from core import backbones, errors
+from attnbench import errors
+from attnbench.nn import backbones
 from graphs import batching, graph_bridge
 
 ATOM_DIMS, BOND_DIMS = (5, 3), (4, 2)
@@ -316,7 +317,7 @@ def test_flop_formula_matmuls_by_hand():
     """Matmul FLOPs of one graph of n = 30 tokens (10 nodes, 20 edges) with softmax: the three
     tokeniser MLPs, per layer the q/k/v/out projections, QK^T and AV, the FFN, and the
     attention-pooling score; the tokeniser's and the readout's parameters by hand."""
-    from core import flops
+    from attnbench.nn import flops
 
     model_cfg = _config(num_layers=2, dim=16, qkv_dim=16, mlp_dim=24, random_feature_dim=4)
     model = nnx.eval_shape(

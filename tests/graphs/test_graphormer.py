@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from flax import nnx
 
+from attnbench import config as config_lib
+from attnbench.nn import backbones
 from configs.graphs import zinc
-from core import backbones
-from core import config as config_lib
 from graphs import batching, graphormer, tasks  # noqa: F401  (tasks registers graphs.zinc)
 
 ATOM_DIMS, BOND_DIMS = (5, 3), (4, 2)

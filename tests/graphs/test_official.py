@@ -10,7 +10,8 @@ import pickle
 import numpy as np
 import pytest
 
-from core import cache, errors
+from attnbench import errors
+from attnbench.data import cache
 from graphs import batching, featurize, official
 from tests.graphs.test_torch_pickle import (
     tensor,

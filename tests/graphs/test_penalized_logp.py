@@ -11,7 +11,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from core import errors
+from attnbench import errors
 from graphs import featurize
 from graphs import penalized_logp as plogp
 

@@ -9,8 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from core import cache
-from core import data as core_data
+from attnbench.data import cache, pipeline
 from graphs import batching
 from graphs import peptides_like as pl
 
@@ -278,7 +277,7 @@ def test_load_tiny_build_both_kinds(tmp_path, monkeypatch):
     assert struct.train[0]["target"].shape == (11,)
     assert json.loads(json.dumps(struct.description))["kind"] == "struct"
     # Batches through the trainer's iterator.
-    batch = next(core_data.train_iterator(func.train, batch_size=4, seed=0,
+    batch = next(pipeline.train_iterator(func.train, batch_size=4, seed=0,
                                           collate=func.collate, prefetch=0))  # fmt: skip
     assert batch["target"].shape == (4, 10)
     assert batch["nodes"].shape[1] in batching.NODE_BUCKETS

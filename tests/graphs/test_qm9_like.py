@@ -10,8 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from core import cache
-from core import data as core_data
+from attnbench.data import cache, pipeline
 from graphs import batching, featurize, qm9_like
 
 # qm9pack's header (qm9pack 1.0.3, data/qm9_part1.csv, line 1).
@@ -140,7 +139,7 @@ def test_seed_changes_the_split_and_files_concatenate(tmp_path, source):
 def test_batches_through_the_train_iterator(tmp_path, source):
     data = qm9_like.load(tmp_path, source_file=source, sizes=(None, 2, 2))
     batch = next(
-        core_data.train_iterator(data.train, batch_size=2, seed=0, collate=data.collate, prefetch=0)
+        pipeline.train_iterator(data.train, batch_size=2, seed=0, collate=data.collate, prefetch=0)
     )
     assert set(batch) >= {"nodes", "node_mask", "edges", "edge_index", "spd", "target"}
     assert batch["nodes"].shape[1] in batching.NODE_BUCKETS

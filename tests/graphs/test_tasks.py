@@ -5,8 +5,8 @@ should."""
 import numpy as np
 import pytest
 
-from core import config as config_lib
-from core import errors, tasks, train
+from attnbench import config as config_lib
+from attnbench import errors, tasks, train
 from tests.graphs.test_zinc_like import SMILES, write_smiles
 
 
@@ -95,7 +95,7 @@ def test_self_ensemble_is_the_mean_of_subsampled_passes():
     import jax
     from flax import nnx
 
-    from core import layers
+    from attnbench.nn import layers
     from graphs import tasks as graph_tasks
     from tests.graphs.test_graphormer import ATOM_DIMS, BOND_DIMS, _batch
 
@@ -194,7 +194,7 @@ GRAPH_RECIPES = [
 @pytest.mark.parametrize("recipe", GRAPH_RECIPES)
 def test_graph_recipes_validate_at_every_preset(recipe):
     """No false alarms from the config checks for the papers' recipes at any scale."""
-    from core import validate
+    from attnbench import validate
 
     for preset in ("paper", "cpu", "smoke"):
         c = config_lib.load(f"configs/graphs/{recipe},preset={preset}")

@@ -1,5 +1,5 @@
-"""graphs.torch_pickle on files written here, without torch, by a small writer built from the
-format spec (`torch_writer_*` below; also used by test_official.py).
+"""attnbench.data.formats.torch_pickle on files written here, without torch, by a small writer built
+from the format spec (`torch_writer_*` below; also used by test_official.py).
 
 The writer follows the layouts of torch 2.x `torch/serialization.py` (`_legacy_save`, `_save`),
 which are also those of torch 1.x for what is written here: tensors reduce to
@@ -23,8 +23,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from core import errors
-from graphs import torch_pickle
+from attnbench import errors
+from attnbench.data.formats import torch_pickle
 
 STORAGE_NAMES = {
     "float64": "DoubleStorage",

@@ -10,8 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from core import cache
-from core import data as core_data
+from attnbench.data import cache, pipeline
 from graphs import batching, featurize, zinc_like
 from graphs import penalized_logp as plogp
 
@@ -97,9 +96,7 @@ def test_seed_changes_the_sample(tmp_path, source):
 
 def test_batches_through_the_train_iterator(tmp_path, source):
     data = zinc_like.load(tmp_path, source_file=source, sizes=SIZES)
-    it = core_data.train_iterator(
-        data.train, batch_size=4, seed=0, collate=data.collate, prefetch=0
-    )
+    it = pipeline.train_iterator(data.train, batch_size=4, seed=0, collate=data.collate, prefetch=0)
     batch = next(it)
     assert set(batch) >= {"nodes", "node_mask", "edges", "edge_index", "edge_mask", "spd"}
     assert batch["nodes"].shape[1] in batching.NODE_BUCKETS
@@ -152,6 +149,6 @@ def test_moses_12k_build_time_and_padding(tmp_path):
     seconds = time.perf_counter() - start
     assert [len(s) for s in (data.train, data.val, data.test)] == [10_000, 1_000, 1_000]
     assert seconds < 60, f"ZINC-like build took {seconds:.1f} s"
-    it = core_data.train_iterator(data.train, batch_size=128, seed=0, collate=data.collate)
+    it = pipeline.train_iterator(data.train, batch_size=128, seed=0, collate=data.collate)
     waste = np.mean([batching.padding_waste(next(it)) for _ in range(50)])
     assert waste < 0.30, waste

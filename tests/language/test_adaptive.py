@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from core import errors
+from attnbench import errors
 from language import adaptive
 from tests import tolerances
 

@@ -13,7 +13,9 @@ import zipfile
 import numpy as np
 import pytest
 
-from core import cache, cifar, errors, fashion_mnist, idx
+from attnbench import errors
+from attnbench.data import cache
+from attnbench.data.formats import cifar, fashion_mnist, idx
 from language import corpora
 
 # --------------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from core import backbones, errors, flops
+from attnbench import errors
+from attnbench.nn import backbones, flops
 from language import decoder
 from tests import tolerances
 

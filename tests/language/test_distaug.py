@@ -10,8 +10,9 @@ import collections
 import numpy as np
 import pytest
 
-from core import cifar, errors
-from core import config as config_lib
+from attnbench import config as config_lib
+from attnbench import errors
+from attnbench.data.formats import cifar
 from language import distaug, tasks
 
 

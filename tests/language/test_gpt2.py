@@ -12,7 +12,7 @@ import pytest
 from flax import nnx
 
 import attention
-from core import errors
+from attnbench import errors
 from language import decoder, gpt2
 from tests import tolerances
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from core import config as config_lib
-from core import errors, tasks, train, validate
+from attnbench import config as config_lib
+from attnbench import errors, tasks, train, validate
 from language import corpora
 
 WT = "configs/language/wikitext103.py"

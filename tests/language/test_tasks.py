@@ -5,8 +5,8 @@ biased and unbiased, +FT, self-ensemble), and the loss and ensemble arithmetic b
 import numpy as np
 import pytest
 
-from core import config as config_lib
-from core import errors, tasks, train, validate
+from attnbench import config as config_lib
+from attnbench import errors, tasks, train, validate
 from language import corpora
 from language import tasks as lm_tasks
 
@@ -73,7 +73,7 @@ def test_self_ensemble_averages_probabilities_of_subsampled_passes():
     import jax
     from flax import nnx
 
-    from core import layers
+    from attnbench.nn import layers
 
     config = config_lib.load("configs/language/enwik8.py:preset=smoke,ssa=S16-L2")
     task = tasks.get(config.task)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import data, errors
+from attnbench import errors
+from attnbench.data import pipeline
 from language import windows
 
 
@@ -69,7 +70,7 @@ def test_sliding_windows_counts_by_hand():
 
 def test_sliding_windows_with_eval_batches_pad_with_weight_zero():
     sw = windows.SlidingWindows(np.arange(30), 8, 4)  # 29 targets: 1 + ceil(21/4) = 7 windows
-    batches = list(data.eval_batches(sw, batch_size=4))
+    batches = list(pipeline.eval_batches(sw, batch_size=4))
     assert [b["tokens"].shape for b in batches] == [(4, 8), (4, 8)]
     np.testing.assert_array_equal(batches[1]["weight"], [1, 1, 1, 0])
     total = sum(float((b["mask"] * b["weight"][:, None]).sum()) for b in batches)
@@ -114,15 +115,15 @@ def test_train_windows_tiles_and_random_offset():
     starts = {i: set() for i in range(10)}
     for p in range(400):
         i = p % 10
-        ex = tw.random_offset(tw[i], data.example_rng(3, p))
+        ex = tw.random_offset(tw[i], pipeline.example_rng(3, p))
         _check_window(stream, ex, 10)
         starts[i].add(int(ex["start"]))
     for i in range(9):
         assert starts[i] == set(range(10 * i, 10 * i + 10))  # every start of the bucket drawn
     assert starts[9] == {90, 91, 92}  # clipped to the last valid start
     # Same (seed, position) -> same window.
-    a = tw.random_offset(tw[4], data.example_rng(7, 123))
-    b = tw.random_offset(tw[4], data.example_rng(7, 123))
+    a = tw.random_offset(tw[4], pipeline.example_rng(7, 123))
+    b = tw.random_offset(tw[4], pipeline.example_rng(7, 123))
     assert int(a["start"]) == int(b["start"])
     with pytest.raises(errors.DataError, match="fewer than one training window"):
         windows.TrainWindows(np.arange(10), 10)
@@ -146,7 +147,7 @@ def test_train_iterator_over_windows_is_resumable():
     tw = windows.TrainWindows(stream, 12)  # 33 tiles
 
     def make():
-        return data.train_iterator(
+        return pipeline.train_iterator(
             tw, batch_size=4, seed=11, transform=tw.random_offset, prefetch=0
         )
 

@@ -4,8 +4,8 @@ numbers of its source; bad arguments are errors that name the problem."""
 import pytest
 
 import attention
-from core import config as config_lib
-from core import tasks
+from attnbench import config as config_lib
+from attnbench import tasks
 
 TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
 RECIPES = ("transformer", "samsa", "sliceformer", "gfsa")

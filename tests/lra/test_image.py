@@ -1,6 +1,7 @@
 """Tests of lra/image.py: TF-exact grayscale, the LRA splits of CIFAR-10, the stand-in, cache.
 
-The file formats themselves are tested in tests/core/test_cifar.py and test_idx.py."""
+The file formats themselves are tested in tests/attnbench/data/formats/test_cifar.py and
+test_idx.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pickle
 import numpy as np
 import pytest
 
-from core import cache, cifar, idx
+from attnbench.data import cache
+from attnbench.data.formats import cifar, idx
 from lra import image
 
 # `tf.image.rgb_to_grayscale` of TensorFlow 2.21.0 (CPU, this machine, with and without

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from core import config as config_lib
-from core import train
+from attnbench import config as config_lib
+from attnbench import train
 from lra import listops
 
 
@@ -42,14 +42,14 @@ def test_official_files_train_end_to_end(tmp_path):
 
 
 def test_official_without_a_directory_says_what_to_set():
-    from core import tasks
+    from attnbench import tasks
 
     with pytest.raises(listops.ListOpsDataError, match="config.data.dir.*basic_train.tsv"):
         tasks.get("lra.listops").load_data(_config(source="official", dir=""))
 
 
 def test_official_missing_directory_names_it(tmp_path):
-    from core import tasks
+    from attnbench import tasks
 
     missing = tmp_path / "nowhere"
     with pytest.raises(listops.ListOpsDataError, match=str(missing)):
@@ -57,14 +57,14 @@ def test_official_missing_directory_names_it(tmp_path):
 
 
 def test_unknown_data_source():
-    from core import tasks
+    from attnbench import tasks
 
     with pytest.raises(ValueError, match="'generated' and 'official'"):
         tasks.get("lra.listops").load_data(_config(source="standin"))
 
 
 def test_unknown_task_lists_known_ones():
-    from core import tasks
+    from attnbench import tasks
 
     with pytest.raises(tasks.UnknownTaskError, match="known tasks: .*lra.listops"):
         tasks.get("lra.listop")

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import attention
-from core import cifar, tasks, train
-from core import config as config_lib
+from attnbench import config as config_lib
+from attnbench import tasks, train
+from attnbench.data.formats import cifar
 from lra import retrieval
 
 TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
@@ -25,11 +26,11 @@ RECIPES = (
     ("gfsa", ""),
 )
 _STEPS = 4
-# `make test` (the 10-minute tier) trains one mechanism of each family and the LRA recipe on
-# ListOps (the shortest sequences), and runs ListOps end to end; everything else (the variants
-# of a family, the papers' recipes, the other four tasks' pairs and end-to-end runs) is the
-# `slow` tier (`make test-slow`). The SAMSA encoder is tested in tests/core/test_samsa_block.py
-# and its recipe on every task in the slow tier.
+# `make test` (the 10-minute tier) trains one mechanism of each family and the LRA recipe on ListOps
+# (the shortest sequences), and runs ListOps end to end; everything else (the variants of a family,
+# the papers' recipes, the other four tasks' pairs and end-to-end runs) is the `slow` tier (`make
+# test-slow`). The SAMSA encoder is tested in tests/attnbench/nn/test_samsa_block.py and its recipe
+# on every task in the slow tier.
 FAST_MECHANISMS = (
     "softmax",
     "linear",
@@ -40,7 +41,7 @@ FAST_MECHANISMS = (
     "gfsa",
     "grf",
     "ssa",
-)  # samsa: the slow tier (~15 s; its encoder and sampler are tests/core/test_samsa_block.py's)
+)  # samsa: the slow tier (~15 s; tests/attnbench/nn/test_samsa_block.py tests its encoder, sampler)
 FAST_RECIPES = (("transformer", ""),)
 FAST_END_TO_END = ("listops",)
 TASK_TIERS = [pytest.param(t, marks=() if t == "listops" else pytest.mark.slow) for t in TASKS]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from core import cache
+from attnbench.data import cache
 from lra import pathfinder
 from lra import pathfinder_stats as stats
 

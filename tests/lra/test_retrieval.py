@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from core import cache
+from attnbench.data import cache
 from lra import retrieval
 from lra import text as lra_text
 

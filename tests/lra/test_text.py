@@ -8,7 +8,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from core import cache
+from attnbench.data import cache
 from lra import text
 
 # --------------------------------------------------------------------------------------------

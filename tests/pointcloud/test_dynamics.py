@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import pointcloud.dynamics_task  # noqa: F401  (registers "pointcloud.dynamics")
-from core import config as config_lib
-from core import errors, tasks
+from attnbench import config as config_lib
+from attnbench import errors, tasks
 from pointcloud import dynamics
 
 N, T = 200, 12
@@ -155,7 +155,7 @@ def test_models_shapes_gradients_jit_and_rollout(kind):
 @pytest.mark.slow  # ~15-20 s each: the real pipeline and trainer on the smoke preset
 @pytest.mark.parametrize("kind", ["unmasked", "mp", "grf"])
 def test_smoke_trains(kind, tmp_path):
-    from core import train
+    from attnbench import train
 
     c = config_lib.load(f"configs/pointcloud/dynamics.py:preset=smoke,model={kind}")
     c.unlock()
@@ -167,7 +167,7 @@ def test_smoke_trains(kind, tmp_path):
 
 
 def test_rollout_metric_names_are_ones_the_tables_can_read():
-    from core import evaluators
+    from attnbench import evaluators
     from pointcloud import dynamics_task
 
     assert set(dynamics_task.rollout_metric_names(8)) <= set(evaluators.METRICS)

@@ -12,7 +12,7 @@ import ml_collections
 import numpy as np
 import pytest
 
-from core import errors
+from attnbench import errors
 from pointcloud import data, official
 
 

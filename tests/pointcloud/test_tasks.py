@@ -5,8 +5,8 @@ validate at every preset; the segmentation loss against numpy; bad arguments are
 import numpy as np
 import pytest
 
-from core import config as config_lib
-from core import errors, tasks, train, validate
+from attnbench import config as config_lib
+from attnbench import errors, tasks, train, validate
 
 RECIPES = [
     "modelnet40.py",

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from core import cli
+from attnbench import cli
 from scripts import bench_compare
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from core import errors
+from attnbench import errors
 from scripts import compare_runs
 
 

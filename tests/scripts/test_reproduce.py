@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from core import runs
+from attnbench.papers import runs
 from scripts import reproduce
 from tests.conftest import ROOT
 
@@ -36,10 +36,10 @@ def test_runs_one_cell_then_skips_it_and_lists_cells_it_cannot_run(tmp_path, cap
 
 
 def test_a_word_naming_a_column_exactly_selects_that_column_only():
-    from core import paper_tables
-    from core import reproduce as library
+    from attnbench.papers import reproduce as library
+    from attnbench.papers import tables
 
-    t5 = paper_tables.load("sliceformer.table5")
+    t5 = tables.load("sliceformer.table5")
     assert {c.column for c in library.select(t5, ["CIFAR-10"])} == {"CIFAR-10"}
     cells = library.select(t5, ["vit/cifar-10"])
     assert [(c.row, c.column) for c in cells] == [("ViT", "CIFAR-10")]
@@ -61,15 +61,15 @@ def test_exact_cells_are_computed_and_written_atomically(tmp_path, capsys):
     d = tmp_path / "gfsa_params/exact/deit-s-12-layers-6-heads/w-k-per-head-as-released/seed0"
     s = json.loads((d / "summary.json").read_text())
     assert s["metrics"]["exact"]["value"] == 72 and s["data"]["source"] == "computed"
-    assert s["exact"]["function"] == "core.paper_exact:gfsa_extra_params"
+    assert s["exact"]["function"] == "attnbench.papers.exact:gfsa_extra_params"
     assert not list(d.glob(".*.tmp"))
 
 
 def test_a_run_shared_by_two_tables_is_found_from_either(tmp_path):
     """SAMSA Table 2's ListOps cell reprints Table 1's run: a finished run of one serves both."""
-    from core import paper_tables
+    from attnbench.papers import tables
 
-    t1, t2 = paper_tables.load("samsa.table1"), paper_tables.load("samsa.table2")
+    t1, t2 = tables.load("samsa.table1"), tables.load("samsa.table2")
     c2 = t2.cell("hard-SAMSA", "ListOps")
     twin = next(c for c in t1.cells if c.config == c2.config)
     d = runs.run_dir(tmp_path, t1.key, "cpu", twin, 0)
@@ -138,10 +138,10 @@ def test_interrupted_or_killed_reproduce_leaves_no_process_behind(tmp_path):
 
 def test_cells_of_one_table_with_the_same_config_get_one_job(tmp_path, capsys):
     """GFSA Table 16's Top-1 and Top-5 columns read one ImageNet run per row: one job each."""
-    from core import paper_tables
-    from core import reproduce as library
+    from attnbench.papers import reproduce as library
+    from attnbench.papers import tables
 
-    t16 = paper_tables.load("gfsa.table16")
+    t16 = tables.load("gfsa.table16")
     cells = [c for c in t16.cells if c.config == "configs/vision/imagenet.py:model=deit_s"]
     assert len(cells) == 2
     todo = library.table_jobs(t16, cells, root=tmp_path, preset="cpu", seeds=2)

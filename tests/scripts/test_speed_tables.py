@@ -11,14 +11,14 @@ import re
 
 import pytest
 
-from core import paper_tables, speed, speed_tables
+from attnbench.papers import speed, speed_tables, tables
 from scripts import speed_tables as script
 
 # The `slow` tier (`make test-slow`): measuring every table at smoke scale takes ~90 s of one
 # core, a sixth of `make test`'s budget.
 pytestmark = pytest.mark.slow
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-# Every table config whose cells `core.speed_tables` reports.
+# Every table config whose cells `attnbench.papers.speed_tables` reports.
 SOURCES = sorted({key for keys in speed_tables.SOURCES.values() for key in keys})
 
 
@@ -75,14 +75,14 @@ def test_the_paper_columns_are_the_config_cells(out):
     rows = _table_rows((out / "paper_samsa.md").read_text(), "| length | sampler")
     shown = {(r[1], r[2]): r[6] for r in rows}  # (sampler, k) -> the paper column
     checked = 0
-    for c in paper_tables.load("samsa.table1").cells:
+    for c in tables.load("samsa.table1").cells:
         args = smoke.scaled("samsa", c.measure_args) if c.measure else None
         if args is not None:  # the cells smoke scale measures (k = 128 and full attention)
             sampler = ("full attention", "") if "attn" in args else (args["mode"], str(args["k"]))
             assert shown[sampler] == f"{c.paper:.2f}x"
             checked += 1
     assert checked == 3
-    t3 = paper_tables.load("sliceformer.table3")
+    t3 = tables.load("sliceformer.table3")
     rows = _table_rows((out / "paper_sliceformer.md").read_text(), "| mechanism | steps/s 1000")
     by_mech = {c.measure_args["attn"]: c.row for c in t3.cells if c.measure}
     assert [r[0] for r in rows] == list(by_mech)
@@ -91,25 +91,25 @@ def test_the_paper_columns_are_the_config_cells(out):
         papers = [t3.cell(by_mech[r[0]], col).paper for col in t3.columns]
         assert printed == ["OOM" if p is None else f"{p:.2f}" for p in papers]
     rows = _table_rows((out / "paper_gfsa.md").read_text(), "| setting | vanilla")
-    quoted = [(k, c) for k in speed_tables.SOURCES["gfsa"] for c in paper_tables.load(k).cells]
+    quoted = [(k, c) for k in speed_tables.SOURCES["gfsa"] for c in tables.load(k).cells]
     measured = [c.paper for _, c in quoted if c.measure]
     assert sorted(float(v) for r in rows for v in r[1:3]) == sorted(measured)
     rows = _table_rows((out / "paper_ssa.md").read_text(), "| setting | C")
     for r in rows:
         dataset, row = r[0].split(" ", 1)
-        table = paper_tables.load("ssa.table2" if dataset == "CIFAR-10" else "ssa.table1")
+        table = tables.load("ssa.table2" if dataset == "CIFAR-10" else "ssa.table1")
         assert r[1:4] == [f"{table.cell(row, f'{dataset} {w}').paper:.2f}" for w in "CMS"]
 
 
 def test_no_paper_number_is_typed_outside_the_table_configs():
     """The measured cells' published numbers appear in neither the script nor its library."""
     code = (
-        (ROOT / "core/speed.py").read_text()
-        + (ROOT / "core/speed_tables.py").read_text()
+        (ROOT / "attnbench/papers/speed.py").read_text()
+        + (ROOT / "attnbench/papers/speed_tables.py").read_text()
         + (ROOT / "scripts/speed_tables.py").read_text()
     )
     for key in SOURCES:
-        for cell in paper_tables.load(key).cells:
+        for cell in tables.load(key).cells:
             if cell.measure and cell.paper not in (None, 1.0):
                 printed = f"{cell.paper:g}"
                 assert not re.search(rf"(?<![\\w.]){re.escape(printed)}(?![\\d])", code), (
@@ -120,32 +120,32 @@ def test_no_paper_number_is_typed_outside_the_table_configs():
 
 @pytest.mark.parametrize("key", SOURCES)
 def test_every_measured_cell_names_a_function_that_takes_its_arguments(key):
-    table = paper_tables.load(key)
-    paper_tables.validate(table)
+    table = tables.load(key)
+    tables.validate(table)
     measured = [c for c in table.cells if c.measure]
     assert measured
     for c in measured:
-        fn = paper_tables.measure_function(c)
-        assert fn.__module__ == "core.speed" and fn.__doc__
+        fn = tables.measure_function(c)
+        assert fn.__module__ == "attnbench.papers.speed" and fn.__doc__
         assert not c.runnable and (c.elsewhere or c.needs)
 
 
 @pytest.mark.parametrize(
     "change, message",
     [
-        (dict(measure="core.speed:nope"), "is not a `module:function` that exists"),
-        (dict(measure="core.nope:f"), "No module named"),
+        (dict(measure="attnbench.papers.speed:nope"), "is not a `module:function` that exists"),
+        (dict(measure="attnbench.nope:f"), "No module named"),
         (dict(measure_args={"attn": "softmax", "lenght": 1000}), "lenght"),
         (dict(config="configs/lra/text.py"), "not also trained"),
     ],
 )
 def test_validate_names_a_bad_measure(change, message):
-    t = paper_tables.load("sliceformer.table3")
+    t = tables.load("sliceformer.table3")
     i = next(i for i, c in enumerate(t.cells) if c.measure)
     bad = dataclasses.replace(t.cells[i], **change)
     broken = dataclasses.replace(t, cells=t.cells[:i] + (bad,) + t.cells[i + 1 :])
-    with pytest.raises(paper_tables.TableError, match=message):
-        paper_tables.validate(broken)
+    with pytest.raises(tables.TableError, match=message):
+        tables.validate(broken)
 
 
 def test_measured_cells_are_numbers_not_placeholders(out):

@@ -40,7 +40,7 @@ def test_record_counts_the_tokenised_text(tmp_path):
 
 
 def test_non_positive_size_is_refused(tmp_path, capsys):
-    from core import cli
+    from attnbench import cli
 
     code = cli.run(tokenizer_speed.main, ["--megabytes", "0", "--source-dir", str(_docs(tmp_path))])
     assert code == 2
@@ -48,7 +48,7 @@ def test_non_positive_size_is_refused(tmp_path, capsys):
 
 
 def test_missing_sources_name_the_folder(tmp_path, capsys):
-    from core import cli
+    from attnbench import cli
 
     code = cli.run(
         tokenizer_speed.main, ["--source-dir", str(tmp_path / "nope"), "--out", str(tmp_path)]

@@ -216,10 +216,10 @@ STARTED = {"non-finite-loss"}
 
 
 # Cases whose check is one more rule of a path the fast cases already cross (the config checker
-# of core/validate.py, unit-tested rule by rule in tests/core/test_validate.py; argument
+# of attnbench/validate.py, unit-tested rule by rule in tests/attnbench/test_validate.py; argument
 # parsing): a subprocess each, ~3 s, so they are the slow tier (`make test-slow`).
 SLOW_CASES = {
-    "non-finite-loss",  # ~16 s; in-process in tests/core/test_train.py
+    "non-finite-loss",  # ~16 s; in-process in tests/attnbench/test_train.py
     "dropout-above-one",
     "zero-heads",
     "negative-lr",
@@ -248,7 +248,7 @@ def test_user_error_is_one_line_and_exit_2(tmp_path, case, build, expected):
     assert (tmp_path / "w" / "config.json").exists() == (case in STARTED)
 
 
-@pytest.mark.slow  # four subprocesses, ~25 s; in-process: tests/core/test_train.py
+@pytest.mark.slow  # four subprocesses, ~25 s; in-process: tests/attnbench/test_train.py
 def test_failed_start_then_corrected_run_then_other_config_on_the_finished_workdir(tmp_path):
     """A start that fails leaves no config behind, so the corrected command runs; a finished
     workdir started again with a different config is refused, not answered with the old
@@ -267,7 +267,7 @@ def test_failed_start_then_corrected_run_then_other_config_on_the_finished_workd
 
 
 def test_a_second_process_on_a_workdir_is_refused_naming_the_holder(tmp_path):
-    from core import workdir_lock
+    from attnbench import workdir_lock
 
     w = tmp_path / "w"
     w.mkdir()
@@ -282,7 +282,7 @@ def test_a_second_process_on_a_workdir_is_refused_naming_the_holder(tmp_path):
 
 def test_an_internal_error_keeps_its_traceback(tmp_path):
     """Only user errors are shortened: a bug of ours must show where it happened."""
-    from core import cli
+    from attnbench import cli
 
     def main(argv):
         raise ZeroDivisionError("a bug")

@@ -17,7 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from core import data, layers, tasks
+from attnbench import tasks
+from attnbench.data import pipeline
+from attnbench.nn import layers
 
 BUCKETS = (8, 16, 24)
 KINDS = 3
@@ -52,7 +54,7 @@ def permute(example: dict, rng: np.random.Generator) -> dict:
 
 def collate(examples: list) -> dict:
     """Pads every set to the batch's bucket length with token 0 (masked out)."""
-    length = data.pad_to_bucket(max(len(e["tokens"]) for e in examples), BUCKETS)
+    length = pipeline.pad_to_bucket(max(len(e["tokens"]) for e in examples), BUCKETS)
     tokens = np.zeros((len(examples), length), np.int32)
     for row, e in enumerate(examples):
         tokens[row, : len(e["tokens"])] = e["tokens"]
@@ -119,6 +121,6 @@ class ToySets:
         return loss + sq.sum() / jnp.maximum(w.sum(), 1.0), metrics
 
     def eval_outputs(self, model, batch):
-        """Per-example outputs for `config.evals` (core/evaluators.py)."""
+        """Per-example outputs for `config.evals` (attnbench/evaluators.py)."""
         logits, size = model(jnp.asarray(batch["tokens"]), train=False)
         return {"logits": logits, "prediction": size}

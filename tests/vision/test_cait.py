@@ -13,8 +13,9 @@ import pytest
 from flax import nnx
 from scipy import special
 
-from core import backbones, errors, flops
-from core import config as config_lib
+from attnbench import config as config_lib
+from attnbench import errors
+from attnbench.nn import backbones, flops
 from tests import tolerances
 from tests.attention import ref_talking_heads
 from vision import cait, models

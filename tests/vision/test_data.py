@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from core import cache, cifar, errors, fashion_mnist, idx
+from attnbench import errors
+from attnbench.data import cache
+from attnbench.data.formats import cifar, fashion_mnist, idx
 from vision import data
 
 

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from core import tasks
+from attnbench import tasks
 from tests import tolerances
 from vision import mixup
 
@@ -131,7 +131,7 @@ def test_jit_equals_no_jit_and_dtype(runs):
 
 
 def test_soft_target_loss_against_float64():
-    """The loss the vision task trains mixed batches with (`core.tasks.classification_loss`
+    """The loss the vision task trains mixed batches with (`attnbench.tasks.classification_loss`
     with `targets`, timm's `SoftTargetCrossEntropy`): the weighted mean of
     `-sum_c targets * log_softmax(logits)`; accuracy stays against the labels."""
     rng = np.random.default_rng(0)

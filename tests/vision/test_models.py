@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from core import config as config_lib
-from core import flops
+from attnbench import config as config_lib
+from attnbench.nn import flops
 from tests import tolerances
 from vision import models
 

@@ -17,8 +17,9 @@ import pytest
 from flax import nnx
 
 import attention
-from core import backbones, errors, flops
-from core import config as config_lib
+from attnbench import config as config_lib
+from attnbench import errors
+from attnbench.nn import backbones, flops
 from tests import tolerances
 from vision import swin
 

@@ -7,8 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from core import config as config_lib
-from core import fashion_mnist, idx, train
+from attnbench import config as config_lib
+from attnbench import train
+from attnbench.data.formats import fashion_mnist, idx
 from vision import synthetic
 
 # (recipe file, config argument): the papers' pairs. Sliceformer Table 5: ViT with softmax and

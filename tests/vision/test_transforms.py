@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image, ImageEnhance, ImageOps
 
-from core import data, tasks
+from attnbench import tasks
+from attnbench.data import pipeline
 from vision import transforms
 
 BICUBIC = Image.Resampling.BICUBIC
@@ -522,7 +523,7 @@ def test_deit_recipes_shapes_and_the_data_pipeline():
     split = tasks.Split({"image": images, "label": np.arange(8, dtype=np.int32)})
 
     def first_batches(n):
-        it = data.train_iterator(
+        it = pipeline.train_iterator(
             split, batch_size=4, seed=3, transform=transforms.deit_train(32), prefetch=0
         )
         return [next(it) for _ in range(n)]

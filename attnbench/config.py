@@ -1,0 +1,135 @@
+"""Config plumbing: `path:arg` loading, the `k=v,k=v` argument string, strict overrides.
+
+Config is code: `configs/<domain>/<task>.py` defines `get_config(arg: str | None)`. This module
+parses `arg`, loads a config file by path, and applies dotted overrides. A misspelt key is an
+error everywhere (ml_collections `FieldReference`s are locked so assignment to an unknown field
+raises as well).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import importlib.util
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+import ml_collections
+
+from attnbench.errors import ConfigError
+
+__all__ = ["ConfigError", "parse_arg", "load", "override", "to_dict"]
+
+
+def _coerce(raw: str, like: Any, key: str, field_type: type | None = None) -> Any:
+    """`raw` (command-line text) as a value of `like`'s type (or `field_type` where the field
+    holds None); the message names the field and the value typed."""
+    kind = field_type if like is None and field_type is not None else type(like)
+    if kind is bool:
+        if raw.lower() in ("1", "true", "yes"):
+            return True
+        if raw.lower() in ("0", "false", "no"):
+            return False
+        raise ConfigError(f"{key}={raw!r}: expected a boolean (true or false)")
+    if kind is int:
+        try:
+            return int(raw)
+        except ValueError:
+            raise ConfigError(f"{key}={raw!r}: expected an integer") from None
+    if kind is float:
+        if like is None and raw.lower() == "none":
+            return None
+        try:
+            return float(raw)
+        except ValueError:
+            raise ConfigError(f"{key}={raw!r}: expected a number") from None
+    if kind is str or (like is None and field_type is None):
+        return raw
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        raise ConfigError(f"{key}={raw!r}: cannot parse as a Python literal") from None
+    if kind is tuple and isinstance(value, list):
+        value = tuple(value)
+    if value is not None and not isinstance(value, kind):
+        raise ConfigError(f"{key}={raw!r}: expected a {kind.__name__}")
+    return value
+
+
+def _did_you_mean(word: str, options) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def parse_arg(arg: str | None, defaults: Mapping[str, Any]) -> ml_collections.ConfigDict:
+    """Parses `"k=v,k=v"` against `defaults`; values take the type of the default.
+
+    Raises:
+      ConfigError: a key that `defaults` lacks (the message lists the valid keys) or a value
+        that does not parse as its default's type.
+    """
+    out = dict(defaults)
+    for item in filter(None, (arg or "").split(",")):
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep:
+            raise ConfigError(f"config argument {item!r} is not of the form key=value")
+        if key not in defaults:
+            raise ConfigError(
+                f"unknown config argument {key!r}{_did_you_mean(key, defaults)}; valid: "
+                f"{', '.join(sorted(defaults))}"
+            )
+        out[key] = _coerce(raw.strip(), defaults[key], key)
+    return ml_collections.ConfigDict(out)
+
+
+def load(spec: str) -> ml_collections.ConfigDict:
+    """Loads `path/to/config.py[:arg]` and returns its locked `get_config(arg)`."""
+    path, _, arg = spec.partition(":")
+    file = pathlib.Path(path)
+    if not file.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    spec_ = importlib.util.spec_from_file_location(f"_attnbench_config_{file.stem}", file)
+    module = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(module)
+    config = module.get_config(arg or None)
+    config.lock()
+    return config
+
+
+def override(config: ml_collections.ConfigDict, overrides: Mapping[str, Any]):
+    """Applies `{"a.b.c": value}` overrides (strings are parsed as the field's type); a field or
+    section that does not exist, or a value of the wrong type, is a ConfigError naming it."""
+    for dotted, value in overrides.items():
+        *parents, leaf = dotted.split(".")
+        node = config
+        for i, part in enumerate(parents):
+            if part not in node or not isinstance(node[part], ml_collections.ConfigDict):
+                sections = [k for k, v in node.items() if isinstance(v, ml_collections.ConfigDict)]
+                raise ConfigError(
+                    f"config has no section {'.'.join(parents[: i + 1])!r}"
+                    f"{_did_you_mean(part, sections)}"
+                )
+            node = node[part]
+        if leaf not in node:
+            valid = ", ".join(sorted(node.keys()))
+            raise ConfigError(
+                f"config has no field {dotted!r}{_did_you_mean(leaf, node.keys())}; valid here: "
+                f"{valid}"
+            )
+        old = node[leaf]
+        if isinstance(old, ml_collections.ConfigDict):
+            raise ConfigError(f"config.{dotted} is a section; set one of its fields instead")
+        if isinstance(value, str):
+            value = _coerce(value, old, f"config.{dotted}", node.get_type(leaf))
+        try:
+            node[leaf] = value
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"config.{dotted}={value!r}: {e}") from None
+    return config
+
+
+def to_dict(config: ml_collections.ConfigDict) -> dict:
+    """A plain JSON-able dict of the config."""
+    return config.to_dict()

@@ -1,0 +1,208 @@
+"""Where the runs of a paper table's cells live, and what their summaries say.
+
+A trained cell's run is `<root>/<paper>_<table>/<preset>/<row>/<column>/seed<N>/`, an exact cell's
+`<root>/<paper>_<table>/exact/<row>/<column>/seed0/`, and a run of the cell with another attention
+(`attnbench.papers.substitute`) `<root>/attn/<NAME>/<preset>/<config digest>/seed<N>/`. A cell whose
+config another table's cell shares (SAMSA Table 2 reprints Table 1's runs) is trained once: a
+finished run of either serves both. `collect` turns the summaries of one table into per-cell results
+(mean over seeds, provenance) for `attnbench.papers.render`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import pathlib
+import re
+import statistics
+import sys
+
+from attnbench import cli, errors, io
+from attnbench.papers import substitute, tables
+
+__all__ = [
+    "PRESETS",
+    "EXACT",
+    "roots",
+    "run_dir",
+    "run_dirs",
+    "finished",
+    "collect",
+    "collect_substituted",
+]
+
+PRESETS = ("paper", "cpu", "smoke")  # in this order: a table shows the first with runs
+EXACT = "exact"  # the preset directory of computed (exact) cells
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def roots(runs_root) -> list[pathlib.Path]:
+    """One run root or a list of them, as a list of paths."""
+    if isinstance(runs_root, (str, pathlib.Path)):
+        return [pathlib.Path(runs_root)]
+    return [pathlib.Path(r) for r in runs_root]
+
+
+def run_dir(root, key: str, preset: str, cell, seed: int) -> pathlib.Path:
+    """The run directory of `cell` of table `key` at `preset` and `seed`."""
+    return (
+        pathlib.Path(root)
+        / key.replace(".", "_")
+        / preset
+        / _slug(cell.row)
+        / _slug(cell.column)
+        / f"seed{seed}"
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _by_config() -> dict[str, list]:
+    index: dict[str, list] = {}
+    for key in tables.names():
+        for c in tables.load(key).cells:
+            if c.config is not None:
+                index.setdefault(c.config, []).append((key, c))
+    return index
+
+
+def run_dirs(root, key: str, preset: str, cell, seed: int) -> list[pathlib.Path]:
+    """Where a run of `cell` may be: its own directory first, then those of the cells of other
+    tables with the same config (one training run serves every table that prints it)."""
+    own = run_dir(root, key, preset, cell, seed)
+    twins = [
+        run_dir(root, k, preset, c, seed)
+        for k, c in _by_config().get(cell.config, [])
+        if (k, c.row, c.column) != (key, cell.row, cell.column)
+    ]
+    return [own] + sorted(set(twins) - {own})
+
+
+def finished(root, key: str, preset: str, cell, seed: int) -> pathlib.Path | None:
+    """The summary of a finished run of `cell` (its own or a twin's), or None."""
+    return next(
+        (
+            d / "summary.json"
+            for d in run_dirs(root, key, preset, cell, seed)
+            if (d / "summary.json").exists()
+        ),
+        None,
+    )
+
+
+def _metric(summary: dict, metric: str) -> float | None:
+    section, _, name = metric.partition(".")
+    value = summary.get("metrics", {}).get(section, {}).get(name)
+    return None if value is None else float(value)
+
+
+def _device(summary: dict) -> str:
+    d = summary.get("device") or {}
+    if not d:
+        return "unknown device"
+    text = f"{d.get('kind', '?')} x{d.get('count', '?')}"
+    return text + (f" ({d['cpu_count']} CPU cores)" if d.get("cpu_count") else "")
+
+
+def collect(table, runs_root) -> dict:
+    """`{(row, column): {"preset", "values", "sources", "devices", "revisions"}}` from the
+    summaries of each runnable cell, read from one run root or a list of them (for a seed
+    present in several, the first root wins)."""
+    paths, out = roots(runs_root), {}
+    for cell in table.cells:
+        if not cell.runnable:
+            continue
+        exact = cell.exact is not None
+        for preset in (EXACT,) if exact else PRESETS:
+            by_seed = {}
+            for root in paths:
+                bases = (
+                    [run_dir(root, table.key, preset, cell, 0).parent]
+                    if exact
+                    else [d.parent for d in run_dirs(root, table.key, preset, cell, 0)]
+                )
+                for base in bases:  # its own runs, then those of the same config elsewhere
+                    for path in sorted(base.glob("seed*/summary.json")):
+                        by_seed.setdefault(path.parent.name, path)
+            entry = _entry(by_seed, cell, preset, exact)
+            if entry is not None:
+                out[(cell.row, cell.column)] = entry
+                break
+    for cell in table.cells:  # averages of other cells ("Avg" columns)
+        parts = [out.get((cell.row, col)) for col in cell.mean_of]
+        if (
+            cell.mean_of
+            and all(p and p["values"] for p in parts)
+            and len({p["preset"] for p in parts}) == 1
+        ):
+            out[(cell.row, cell.column)] = dict(
+                preset=parts[0]["preset"],
+                values=[statistics.fmean(statistics.fmean(p["values"]) for p in parts)],
+                sources=sorted({s for p in parts for s in p["sources"]}),
+                devices=sorted({d for p in parts for d in p["devices"]}),
+                revisions=sorted({r for p in parts for r in p["revisions"]}),
+                mean_of=len(parts),
+            )
+    return out
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
+def _entry(by_seed: dict, cell, preset: str, exact: bool = False) -> dict | None:
+    """`{"preset", "values", "failed", "sources", "devices", "revisions"}` from the summaries
+    `{seed name: path}` of one cell at one preset; None when none has the cell's metric."""
+    values, sources, devices, revisions, failed = [], set(), set(), set(), 0
+    for seed in sorted(by_seed, key=lambda s: int(s[4:]) if s[4:].isdigit() else 0):
+        path = by_seed[seed]
+        try:
+            s = io.read_json(path, what="run summary")
+            v = _metric(s, "exact.value" if exact else cell.metric)
+        except (errors.DataError, AttributeError, TypeError, ValueError) as e:
+            _warn(f"skipping {path}: {cli.one_line(e)}")
+            continue
+        if v is None:
+            continue
+        if not math.isfinite(v):
+            failed += 1  # a diverged run: shown as failed, never as a number
+        else:
+            values.append(v if exact else v * cell.scale)
+        sources.add(s.get("data", {}).get("source", "unknown"))
+        devices.add(_device(s))
+        revisions.add(str(s.get("git_revision", "unknown"))[:7])
+    if not (values or failed):
+        return None
+    return dict(
+        preset=preset,
+        values=values,
+        failed=failed,
+        sources=sorted(sources),
+        devices=sorted(devices),
+        revisions=sorted(revisions),
+    )
+
+
+def collect_substituted(table, runs_root, sub) -> dict:
+    """Like `collect`, for the runs of `scripts.reproduce --attn` (`attnbench.papers.substitute`):
+    each runnable cell whose model has an attention, with `sub`'s mechanism in it."""
+    paths, out = roots(runs_root), {}
+    for cell in table.cells:
+        if not cell.runnable or cell.config is None:
+            continue
+        for preset in PRESETS:
+            digest = sub.digest(cell.config, preset)
+            if digest is None:
+                break
+            by_seed = {}
+            for root in paths:
+                base = substitute.run_dir(root, sub, preset, digest, 0).parent
+                for path in sorted(base.glob("seed*/summary.json")):
+                    by_seed.setdefault(path.parent.name, path)
+            entry = _entry(by_seed, cell, preset)
+            if entry is not None:
+                out[(cell.row, cell.column)] = entry
+                break
+    return out
