@@ -11,7 +11,7 @@ WORKDIR ?= runs/listops-cpu
 comma := ,
 STAMP = $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: demo test test-slow test-gpu gpu-check gpu-venv lint venv clean
+.PHONY: demo test test-slow wheel-check test-gpu gpu-check gpu-venv lint venv clean
 
 $(VENV)/.installed-%: pyproject.toml constraints.txt
 	@if [ -z "$(PYTHON)" ]; then tools/find-python; exit 1; fi
@@ -36,6 +36,12 @@ test: lint
 
 test-slow: venv
 	$(BIN)/python -m pytest -q -n 2 --durations=15 -m slow
+
+# The wheel as a user installs it: built, installed into a fresh venv without extras and run
+# from an empty directory (a smoke training per domain, reproduce + tables), then with the
+# molecules and pointcloud extras (tools/check-wheel; CI runs it after `make test`).
+wheel-check:
+	PYTHON=$(PYTHON) tools/check-wheel
 
 # On a GPU machine. GPU_PYTHON: an interpreter with CUDA jax and attnbench's dependencies; by
 # default .venv, given the cuda extra (GPU_EXTRAS) on first use. `make test-gpu` runs the fast

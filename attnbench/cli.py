@@ -12,12 +12,16 @@ subclass them); anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import pathlib
 import sys
 from collections.abc import Callable, Sequence
 
 from attnbench import errors
 
 __all__ = [
+    "CONSOLE_SCRIPTS",
+    "prog",
+    "command_line",
     "run",
     "one_line",
     "ArgumentParser",
@@ -28,12 +32,36 @@ __all__ = [
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+# The console scripts pyproject.toml installs, by the module each runs (`run()` in it).
+CONSOLE_SCRIPTS = {
+    "scripts.train": "attnbench-train",
+    "scripts.reproduce": "attnbench-reproduce",
+    "scripts.tables": "attnbench-tables",
+    "scripts.bench": "attnbench-bench",
+    "scripts.flops": "attnbench-flops",
+}
+
+
+def prog(module: str) -> str:
+    """The running command's name, for its `--help` and its errors: the console script's
+    (`attnbench-train`) when it was started through it, else the module's (`scripts.train`)."""
+    console = CONSOLE_SCRIPTS.get(module)
+    if console is not None and pathlib.Path(sys.argv[0]).name == console:
+        return console
+    return module
 
 
 def one_line(exc: BaseException) -> str:
     """The exception's message on one line (inner newlines become `; `)."""
     text = str(exc).strip() or type(exc).__name__
     return "; ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def command_line(module: str, argv: Sequence[str]) -> str:
+    """The command as a user would type it again: `attnbench-bench ...` when started through
+    the console script, else `python -m scripts.bench ...`."""
+    name = prog(module)
+    return " ".join([name if name != module else f"python -m {module}", *argv])
 
 
 def run(main: Callable[[Sequence[str]], int | None], argv: Sequence[str] | None = None) -> int:

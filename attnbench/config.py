@@ -1,15 +1,23 @@
 """Config plumbing: `path:arg` loading, the `k=v,k=v` argument string, strict overrides.
 
 Config is code: `configs/<domain>/<task>.py` defines `get_config(arg: str | None)`. This module
-parses `arg`, loads a config file by path, and applies dotted overrides. A misspelt key is an
-error everywhere (ml_collections `FieldReference`s are locked so assignment to an unknown field
-raises as well).
+parses `arg`, loads a config file, and applies dotted overrides. A misspelt key is an error
+everywhere (ml_collections `FieldReference`s are locked so assignment to an unknown field raises
+as well).
+
+Config files are named the same way from any directory: a relative path is looked up first in the
+installed `configs` package (`lra/listops.py`; a leading `configs/` is optional, so
+`lra/listops.py` works too), then relative to the current directory (a config of your
+own); an absolute path, or one starting with `./`, `../` or `~`, names a file. `canonical(spec)`
+is the name recorded in summaries and table cells: the path inside the configs package where the
+file is one of ours.
 """
 
 from __future__ import annotations
 
 import ast
 import difflib
+import importlib.resources
 import importlib.util
 import pathlib
 from collections.abc import Mapping
@@ -19,7 +27,9 @@ import ml_collections
 
 from attnbench.errors import ConfigError
 
-__all__ = ["ConfigError", "parse_arg", "load", "override", "to_dict"]
+__all__ = ["ConfigError", "parse_arg", "resolve", "canonical", "load", "override", "to_dict"]
+
+PACKAGE = "configs"
 
 
 def _coerce(raw: str, like: Any, key: str, field_type: type | None = None) -> Any:
@@ -84,15 +94,67 @@ def parse_arg(arg: str | None, defaults: Mapping[str, Any]) -> ml_collections.Co
     return ml_collections.ConfigDict(out)
 
 
+def _package_dir() -> pathlib.Path:
+    """The folder of the installed `configs` package."""
+    return pathlib.Path(importlib.resources.files(PACKAGE))
+
+
+def _explicit(path: str) -> bool:
+    """An absolute path, or one that says it is relative to the current directory."""
+    return pathlib.Path(path).is_absolute() or path.startswith(("./", "../", "~", ".\\", "..\\"))
+
+
+def resolve(path: str) -> pathlib.Path:
+    """The config file `path` names (see the module docstring); `ConfigError` if none."""
+    if not path.strip():
+        raise ConfigError("--config is empty; name a config file, e.g. lra/listops.py:preset=smoke")
+    if _explicit(path):
+        file = pathlib.Path(path).expanduser()
+        if file.is_file():
+            return file
+        raise ConfigError(f"config file not found: {path}")
+    inner = path.removeprefix(f"{PACKAGE}/")
+    packaged = _package_dir() / inner
+    if packaged.is_file() and packaged.suffix == ".py":
+        return packaged
+    local = pathlib.Path(path)
+    if local.is_file():
+        return local
+    domains = sorted(
+        p.name for p in _package_dir().iterdir() if p.is_dir() and (p / "__init__.py").exists()
+    )
+    raise ConfigError(
+        f"config file not found: {path} (looked in the configs package, whose folders are "
+        f"{', '.join(d + '/' for d in domains if d != 'tables')}, and in the current directory)"
+    )
+
+
+def canonical(spec: str) -> str:
+    """`spec` (`path[:arg]`) with its path as summaries record it: the path inside the configs
+    package for one of ours (`lra/listops.py:preset=cpu`), else the file relative to the current
+    directory where it lies below it, else as given."""
+    path, sep, arg = spec.partition(":")
+    file = resolve(path).resolve()
+    try:
+        name = file.relative_to(_package_dir().resolve()).as_posix()
+    except ValueError:
+        try:
+            name = file.relative_to(pathlib.Path.cwd().resolve()).as_posix()
+        except ValueError:
+            name = path
+    return f"{name}{sep}{arg}"
+
+
 def load(spec: str) -> ml_collections.ConfigDict:
     """Loads `path/to/config.py[:arg]` and returns its locked `get_config(arg)`."""
     path, _, arg = spec.partition(":")
-    file = pathlib.Path(path)
-    if not file.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    spec_ = importlib.util.spec_from_file_location(f"_attnbench_config_{file.stem}", file)
+    file = resolve(path)
+    name = "_attnbench_config_" + "".join(c if c.isalnum() else "_" for c in str(file))
+    spec_ = importlib.util.spec_from_file_location(name, file)
     module = importlib.util.module_from_spec(spec_)
     spec_.loader.exec_module(module)
+    if not callable(getattr(module, "get_config", None)):
+        raise ConfigError(f"{path} defines no get_config(arg): it is not a config file")
     config = module.get_config(arg or None)
     config.lock()
     return config

@@ -92,8 +92,18 @@ def _jsonable(x):
     raise TypeError(f"not JSON serialisable: {type(x).__name__}")
 
 
+def attnbench_version() -> str:
+    """The installed attnbench's version (the package's `__version__` in a plain checkout)."""
+    try:
+        return metadata.version("attnbench")
+    except metadata.PackageNotFoundError:
+        import attnbench
+
+        return attnbench.__version__
+
+
 def versions() -> dict[str, str]:
-    out = {}
+    out = {"attnbench": attnbench_version()}
     for pkg in (
         "jax",
         "jaxlib",
@@ -115,9 +125,21 @@ def versions() -> dict[str, str]:
 
 
 def git_revision() -> str:
-    """The repository's HEAD (with `-dirty` when the tree has changes), or "unknown"."""
+    """The checkout's HEAD (with `-dirty` when the tree has changes) when attnbench runs from a
+    git checkout of its repository, else "unknown" (an installed wheel: its version is in
+    `versions()`; a virtual environment inside some other repository is not mistaken for one)."""
     root = pathlib.Path(__file__).resolve().parents[1]
     try:
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+        if pathlib.Path(top).resolve() != root:
+            return "unknown"
         rev = subprocess.run(
             ["git", "rev-parse", "HEAD"],
             cwd=root,

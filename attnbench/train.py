@@ -63,6 +63,7 @@ from attnbench import (
     validate,
     workdir_lock,
 )
+from attnbench import config as config_lib
 from attnbench.data import pipeline
 from attnbench.launch import multihost
 from attnbench.nn import layers
@@ -620,7 +621,8 @@ def make_mesh():
 
 
 def _command() -> str:
-    """The command line, without machine-specific paths (`python -m scripts.train ...`)."""
+    """The command line, without machine-specific paths (`python -m scripts.train ...`, or the
+    console script's name), its `--config` named as `attnbench.config.canonical` names it."""
     main = pathlib.Path(sys.argv[0])
     root = pathlib.Path(__file__).resolve().parents[1]
     if main.suffix == ".py" and main.resolve().is_relative_to(root):
@@ -628,7 +630,20 @@ def _command() -> str:
         head = "python -m " + ".".join(rel.parts)
     else:
         head = main.name
-    return " ".join([head, *sys.argv[1:]])
+    args = list(sys.argv[1:])
+    for i, arg in enumerate(args):
+        if arg.startswith("--config="):
+            args[i] = "--config=" + _canonical_config(arg.removeprefix("--config="))
+        elif arg == "--config" and i + 1 < len(args):
+            args[i + 1] = _canonical_config(args[i + 1])
+    return " ".join([head, *args])
+
+
+def _canonical_config(spec: str) -> str:
+    try:
+        return config_lib.canonical(spec)
+    except errors.ConfigError:
+        return spec
 
 
 def _kill_step() -> int:

@@ -39,17 +39,14 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-try:
-    from rdkit import Chem, rdBase
-except ImportError as e:  # the `molecules` extra is optional; say how to get it
-    raise ModuleNotFoundError(
-        "graphs.featurize needs RDKit, which the `molecules` extra installs: "
-        "pip install -c constraints.txt -e '.[molecules]'",
-        name="rdkit",
-    ) from e
+from attnbench import extras
+
+if TYPE_CHECKING:
+    from rdkit import Chem
 
 __all__ = [
     "Feature",
@@ -150,9 +147,18 @@ def bond_feature_dims() -> list[int]:
 _LOG_STAMP = re.compile(r"^\[\d\d:\d\d:\d\d\] ")
 
 
+def _rdkit():
+    """RDKit's `Chem` and `rdBase`, or the one-line `MissingExtraError` naming the extra."""
+    extras.require("rdkit", "reading molecules (graphs.featurize)")
+    from rdkit import Chem, rdBase
+
+    return Chem, rdBase
+
+
 def parse_smiles(smiles: str) -> Chem.Mol:
     """The sanitised RDKit molecule of `smiles`; `ValueError` naming it (and RDKit's reason)
     when RDKit cannot parse or sanitise it, or when it has no atoms."""
+    Chem, rdBase = _rdkit()
     if not isinstance(smiles, str):
         raise TypeError(f"SMILES must be a str, got {type(smiles).__name__}: {smiles!r}")
     with rdBase.CaptureErrorLog() as log:  # RDKit's reason, instead of a line on stderr
@@ -173,6 +179,7 @@ def _rows(features: Sequence[Feature], objs: list, mol: Chem.Mol) -> np.ndarray:
     out = [[get(read(obj), misc) for read, get, misc in lookups] for obj in objs]
     for obj, row in zip(objs, out, strict=True):
         if None in row:
+            Chem, _ = _rdkit()
             what = (
                 f"bond {obj.GetBeginAtomIdx()}-{obj.GetEndAtomIdx()}"
                 if isinstance(obj, Chem.Bond)

@@ -81,7 +81,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from attnbench import errors, tasks
+from attnbench import errors, extras, tasks
 from attnbench.data import cache
 from attnbench.data.formats import torch_pickle
 from graphs import batching
@@ -663,7 +663,7 @@ def load_pcqm(
       cache_dir: where the `graphs/` cache folder goes (default `root`).
       collate: the batches' collate (default `GraphCollate()`).
     """
-    import rdkit
+    rdkit = extras.require("rdkit", "reading PCQM4M (graphs.official.load_pcqm)")
 
     if version not in _PCQM:
         raise errors.ConfigError(f"load_pcqm: version={version!r}; known: v2, v1")
@@ -818,7 +818,7 @@ def load_peptides(
       cache_dir: where the `graphs/` cache folder goes (default `root`).
       collate: the batches' collate (default `GraphCollate()`).
     """
-    import rdkit
+    rdkit = extras.require("rdkit", "reading LRGB Peptides (graphs.official.load_peptides)")
 
     if kind not in _PEPTIDES:
         raise errors.ConfigError(f"load_peptides: kind={kind!r}; known: func, struct")

@@ -35,7 +35,7 @@ from attnbench import io, tasks, train
 __all__ = ["LRGB_TRAIN_GRAPHS", "RECIPE", "measure"]
 
 LRGB_TRAIN_GRAPHS = 10_873  # LRGB Peptides-struct train split
-RECIPE = "configs/graphs/peptides.py:kind=struct"
+RECIPE = "graphs/peptides.py:kind=struct"
 LAP_K, RW_STEPS = 10, 20
 
 

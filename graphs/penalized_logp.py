@@ -41,13 +41,15 @@ import dataclasses
 import functools
 import importlib.util
 import pathlib
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnbench import errors
-from graphs import featurize  # its import says how to install RDKit when it is missing
+from attnbench import errors, extras
+from graphs import featurize
 
-Chem = featurize.Chem
+if TYPE_CHECKING:
+    from rdkit import Chem
 
 __all__ = [
     "ZINC250K_STATS",
@@ -86,7 +88,7 @@ def sa_scorer_dir() -> pathlib.Path:
     """The installed RDKit's `Contrib/SA_Score` folder (holding `sascorer.py` and
     `fpscores.pkl.gz`): `rdkit.RDConfig.RDContribDir`, else `Contrib/` inside the rdkit package
     (pip wheels ship it there). `DataError` naming each missing file otherwise."""
-    import rdkit
+    rdkit = extras.require("rdkit", "penalized logP (graphs.penalized_logp)")
     from rdkit import RDConfig
 
     candidates = [
@@ -136,6 +138,7 @@ def ring_penalty(mol: Chem.Mol | str) -> int:
 def terms(mol: Chem.Mol | str) -> Terms:
     """The raw `Terms` of a molecule (an RDKit `Mol`, or a SMILES parsed by
     `graphs.featurize.parse_smiles`)."""
+    extras.require("rdkit", "penalized logP (graphs.penalized_logp)")
     from rdkit.Chem import Crippen
 
     mol = _mol(mol)

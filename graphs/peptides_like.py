@@ -107,7 +107,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from attnbench import tasks
+from attnbench import extras, tasks
 from attnbench.data import cache
 from graphs import batching, featurize, official
 
@@ -398,7 +398,7 @@ def load(
       workers: processes for the conformers (1: in this process).
       lengths: (min, max) residues per peptide (tests use short ones).
     """
-    import rdkit
+    rdkit = extras.require("rdkit", "the generated Peptides stand-in (graphs.peptides_like)")
 
     if kind not in ("func", "struct"):
         raise ValueError(f"kind must be 'func' or 'struct', got {kind!r}")

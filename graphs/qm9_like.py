@@ -65,7 +65,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from attnbench import tasks
+from attnbench import extras, tasks
 from attnbench.data import cache
 from graphs import batching, featurize
 
@@ -292,7 +292,7 @@ def load(
       seed: the split seed.
       workers: featurisation processes (not part of the cache key: the result is the same).
     """
-    import rdkit
+    rdkit = extras.require("rdkit", "the QM9 stand-in (graphs.qm9_like)")
 
     n_train, n_val, n_test = _check_sizes(sizes, num_train)
     if source_file is None:

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from attnbench import tasks
+from attnbench import extras, tasks
 from attnbench.data import cache
 from graphs import batching, featurize
 from graphs import penalized_logp as plogp
@@ -166,7 +166,7 @@ def load(
       sizes: molecules in train, val, test.
       seed: the sampling seed.
     """
-    import rdkit
+    rdkit = extras.require("rdkit", "the ZINC stand-in (graphs.zinc_like)")
 
     sizes = tuple(int(n) for n in sizes)
     if len(sizes) != len(SPLITS) or min(sizes) < 1:

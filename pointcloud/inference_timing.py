@@ -28,7 +28,7 @@ from flax import nnx
 from attnbench import config as config_lib
 from attnbench import io
 
-RECIPE = "configs/pointcloud/modelnet40.py"
+RECIPE = "pointcloud/modelnet40.py"
 PAPER_S = {"pointnet": 18.0, "dgcnn": 23.0, "hard": None, "soft": 1.0}  # SAMSA Table 5
 PAPER_PRINTED = {"pointnet": "18s", "dgcnn": "23s", "hard": "<1s", "soft": "1s"}
 TEST_SHAPES = 2_468  # ModelNet40's test split (Wu et al. 2015)

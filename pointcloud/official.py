@@ -86,7 +86,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from attnbench import errors, tasks
+from attnbench import errors, extras, tasks
 from attnbench.data import cache
 from pointcloud import ops
 
@@ -455,14 +455,7 @@ def _modelnet_text_items(folder: pathlib.Path, prefix: str, names: list[str], sp
 
 
 def _h5py():
-    try:
-        import h5py
-    except ModuleNotFoundError as e:
-        raise errors.DataError(
-            "reading modelnet40_ply_hdf5_2048 needs h5py: pip install 'attnbench[pointcloud]' "
-            "(or pip install h5py)"
-        ) from e
-    return h5py
+    return extras.require("h5py", "reading modelnet40_ply_hdf5_2048")
 
 
 def _h5_items(folder: pathlib.Path, split: str, num_classes: int, normals: bool):

@@ -27,7 +27,9 @@ from attnbench.bench import train as bench_train
 
 
 def _parser():
-    parser = cli.ArgumentParser(prog="scripts.bench", description="attnbench efficiency benchmarks")
+    parser = cli.ArgumentParser(
+        prog=cli.prog("scripts.bench"), description="attnbench efficiency benchmarks"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("attention", help="time and memory vs length per mechanism")
     p.add_argument("--mechanisms", nargs="+", default=None, help="default: all registered")
@@ -83,7 +85,7 @@ def main(argv=None):
     parser = _parser()
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    provenance = io.provenance("python -m scripts.bench " + " ".join(argv))
+    provenance = io.provenance(cli.command_line("scripts.bench", argv))
     if args.command == "replot":
         path = pathlib.Path(args.json)
         tag = path.stem.removeprefix("attention_")
@@ -122,18 +124,10 @@ def main(argv=None):
                 bench_attention.parse_mechanism(spec)
             except (ValueError, TypeError, attention.UnknownAttentionError) as e:
                 parser.error(str(e))
+        names = ("batch", "heads", "head_dim", "dtype", "modes", "repeats", "max_memory_gb")
+        kw = {name: getattr(args, name) for name in names}
         result = bench_attention.run(
-            mechanisms,
-            args.lengths,
-            batch=args.batch,
-            heads=args.heads,
-            head_dim=args.head_dim,
-            dtype=args.dtype,
-            modes=args.modes,
-            repeats=args.repeats,
-            max_memory_gb=args.max_memory_gb,
-            isolated=args.isolate,
-            timeout_s=args.timeout,
+            mechanisms, args.lengths, isolated=args.isolate, timeout_s=args.timeout, **kw
         )
         result.update(
             provenance,
@@ -145,5 +139,10 @@ def main(argv=None):
         print(f"wrote {args.out}/attention_{args.tag}.{{json,md,png}}")
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """Console entry point (`attnbench-bench`)."""
     sys.exit(cli.run(main))
+
+
+if __name__ == "__main__":
+    run()

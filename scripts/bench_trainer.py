@@ -18,7 +18,7 @@ from attnbench.bench import trainer as bench_trainer
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     parser = cli.ArgumentParser(prog="scripts.bench_trainer", description=__doc__.split("\n")[0])
-    parser.add_argument("--config", default="configs/lra/listops.py:preset=cpu")
+    parser.add_argument("--config", default="lra/listops.py:preset=cpu")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--out", default="results/bench")

@@ -32,7 +32,7 @@ def _at_length(config, length: int):
 
 
 def main(argv=None) -> int:
-    parser = cli.ArgumentParser(prog="scripts.flops", description=__doc__.split("\n")[0])
+    parser = cli.ArgumentParser(prog=cli.prog("scripts.flops"), description=__doc__.split("\n")[0])
     parser.add_argument("--config", required=True, help="config file[:args]")
     cli.add_import_argument(parser)
     parser.add_argument(
@@ -92,5 +92,10 @@ def main(argv=None) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """Console entry point (`attnbench-flops`)."""
     sys.exit(cli.run(main))
+
+
+if __name__ == "__main__":
+    run()

@@ -42,7 +42,9 @@ from attnbench.papers import tables as paper_tables
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = cli.ArgumentParser(prog="scripts.reproduce", description=__doc__.split("\n")[0])
+    parser = cli.ArgumentParser(
+        prog=cli.prog("scripts.reproduce"), description=__doc__.split("\n")[0]
+    )
     parser.add_argument("table", nargs="?", help=f"one of: {', '.join(paper_tables.names())}")
     parser.add_argument("--all", action="store_true", help="every table (with --attn)")
     parser.add_argument("--preset", default="cpu", choices=list(runs.PRESETS))
@@ -99,5 +101,10 @@ def _substitution(parser, spec):
         parser.error(f"--attn {spec}: {e}")
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """Console entry point (`attnbench-reproduce`)."""
     sys.exit(cli.run(main))
+
+
+if __name__ == "__main__":
+    run()

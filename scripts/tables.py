@@ -30,7 +30,7 @@ RUNS = ("runs/tables", "results/tables/runs")
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = cli.ArgumentParser(prog="scripts.tables", description=__doc__.split("\n")[0])
+    parser = cli.ArgumentParser(prog=cli.prog("scripts.tables"), description=__doc__.split("\n")[0])
     parser.add_argument("--tables", nargs="*", default=None, help="default: every table")
     parser.add_argument(
         "--runs", nargs="+", default=list(RUNS), help="run roots, the first wins per seed"
@@ -89,5 +89,10 @@ def main(argv=None) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """Console entry point (`attnbench-tables`)."""
     sys.exit(cli.run(main))
+
+
+if __name__ == "__main__":
+    run()

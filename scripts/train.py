@@ -33,7 +33,7 @@ PREFIX = "--config."
 
 def _parser() -> cli.ArgumentParser:
     p = cli.ArgumentParser(
-        prog="scripts.train",
+        prog=cli.prog("scripts.train"),
         description=__doc__.split("\n")[0],
         epilog="--config.<field>=<value> overrides a field of the config, e.g. "
         "--config.optimizer.lr=1e-3",

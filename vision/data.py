@@ -53,7 +53,7 @@ from collections.abc import Callable
 import ml_collections
 import numpy as np
 
-from attnbench import errors, tasks
+from attnbench import errors, extras, tasks
 from attnbench.data import cache
 from attnbench.data.formats import cifar, fashion_mnist, image_folder
 from vision import transforms
@@ -263,12 +263,7 @@ def _read_standin(directory: str) -> dict:
 
 
 def _read_tfds(d) -> dict:
-    try:
-        import tensorflow_datasets as tfds
-    except ImportError:
-        raise errors.ConfigError(
-            "config.data.source='tfds' needs tensorflow-datasets: pip install -e '.[tfds]'"
-        ) from None
+    tfds = extras.require("tensorflow_datasets", "config.data.source='tfds'")
     if not d.tfds_name:
         raise errors.ConfigError("config.data.source='tfds' needs config.data.tfds_name")
     out = {}

@@ -48,9 +48,9 @@ MECHANISMS = [
 ]
 LENGTHS = [1024, 4096, 8192, 16384, 65536]
 LISTOPS_TODAY = 7.27  # steps/s of the ListOps paper recipe, float32, on one H100 (issue 13)
-LISTOPS = "configs/lra/listops.py:preset=paper"
+LISTOPS = "lra/listops.py:preset=paper"
 NO_DROP = {"model.dtype": "bfloat16", "attention.dropout_rate": "0.0"}
-TEXT = "configs/lra/text.py:preset=paper"
+TEXT = "lra/text.py:preset=paper"
 DTYPES = ("float32", "bfloat16")
 
 

@@ -6,7 +6,7 @@ Each config's input pipeline without a model (the trainer's grain iterator): dat
 under that folder give each task's fastest measured training rate at the same preset, and the
 table shows the ratio (the target is >= 10x: the pipeline never starves the model).
 
-    result = bench_pipeline.run(["configs/lra/text.py:preset=cpu"], batches=200, warmup=10)
+    result = bench_pipeline.run(["lra/text.py:preset=cpu"], batches=200, warmup=10)
     bench_pipeline.write(result, "results/bench")  # pipelines.{json,md}
 """
 

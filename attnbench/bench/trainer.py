@@ -6,7 +6,7 @@ The trainer's rate is the one it reports in its summary (first step, evaluation 
 checkpointing excluded); the bare loop feeds batches that were placed on the device beforehand,
 so it is the step's own speed.
 
-    result = bench_trainer.run("configs/lra/listops.py:preset=cpu", steps=60, repeats=2)
+    result = bench_trainer.run("lra/listops.py:preset=cpu", steps=60, repeats=2)
     bench_trainer.write(result, "results/bench")  # trainer_overhead.{json,md}
 """
 

@@ -1,6 +1,6 @@
 """Parameter and FLOP counts: every attention mechanism alone, and whole models.
 
-    counts = flops.count(config_lib.load("configs/lra/text.py:preset=paper,model=samsa"))
+    counts = flops.count(config_lib.load("lra/text.py:preset=paper,model=samsa"))
     counts.params, counts.flops, counts.breakdown["attention"]
     flops.attention_flops("softmax", {}, n=1024, m=1024, heads=8, head_dim=64)
 
@@ -347,7 +347,7 @@ def count(
     FLOPs by its own `count_flops(tally)` with the formulas of its backbone and mechanism.
 
     Args:
-      config: a task config (`attnbench.config.load("configs/lra/<task>.py:...")`).
+      config: a task config (`attnbench.config.load("lra/<task>.py:...")`).
       train: count the training forward (mechanisms that sample; dropout is not counted).
       batch: examples per batch for batch-shared work; default `config.batch_size` (a call
         sees that times the sequences per example).

@@ -223,7 +223,7 @@ def _permutation_errors(
     from attnbench import config as config_lib
     from attnbench.nn import layers as layers_lib
 
-    m = config_lib.load("configs/lra/image.py:model=sliceformer,preset=paper").model
+    m = config_lib.load("lra/image.py:model=sliceformer,preset=paper").model
     encoder = layers_lib.TransformerEncoder(
         num_layers=num_layers,
         dim=m.dim,

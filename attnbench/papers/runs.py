@@ -172,7 +172,7 @@ def _entry(by_seed: dict, cell, preset: str, exact: bool = False) -> dict | None
             values.append(v if exact else v * cell.scale)
         sources.add(s.get("data", {}).get("source", "unknown"))
         devices.add(_device(s))
-        revisions.add(str(s.get("git_revision", "unknown"))[:7])
+        revisions.add(_revision(s))
     if not (values or failed):
         return None
     return dict(
@@ -206,3 +206,13 @@ def collect_substituted(table, runs_root, sub) -> dict:
                 out[(cell.row, cell.column)] = entry
                 break
     return out
+
+
+def _revision(summary: dict) -> str:
+    """The code a run came from, as tables print it: the git revision's first 7 characters, or
+    `v<version>` for a run of an installed attnbench (no checkout, so no revision)."""
+    rev = str(summary.get("git_revision", "unknown"))
+    version = summary.get("versions", {}).get("attnbench")
+    if rev == "unknown" and version:
+        return f"v{version}"
+    return rev[:7]

@@ -5,7 +5,7 @@ import pytest
 import attention
 from attnbench import config as config_lib
 
-LISTOPS = "configs/lra/listops.py"
+LISTOPS = "lra/listops.py"
 
 
 def test_presets_derive_from_the_paper_recipe():
@@ -76,3 +76,57 @@ def test_misspelt_override_is_an_error():
 def test_missing_config_file():
     with pytest.raises(config_lib.ConfigError, match="not found: configs/nope.py"):
         config_lib.load("configs/nope.py:preset=cpu")
+
+
+# ---- naming config files: the configs package first, then the current directory ----------
+
+
+def test_a_config_is_named_by_its_path_in_the_configs_package_from_any_directory(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # no configs/ here
+    short = config_lib.load("lra/listops.py:preset=smoke")
+    prefixed = config_lib.load("configs/lra/listops.py:preset=smoke")
+    assert short.to_dict() == prefixed.to_dict()
+    assert config_lib.canonical("configs/lra/listops.py:preset=smoke") == (
+        "lra/listops.py:preset=smoke"
+    )
+
+
+def test_the_package_wins_over_a_same_named_file_here_and_dot_slash_names_the_file(
+    tmp_path, monkeypatch
+):
+    """From the repository root `lra/listops.py` is also the LRA data module: a relative name
+    means the config; `./lra/listops.py` means the file (here: not a config)."""
+    own = tmp_path / "lra" / "listops.py"
+    own.parent.mkdir()
+    own.write_text("X = 1\n")
+    monkeypatch.chdir(tmp_path)
+    assert config_lib.load("lra/listops.py").task == "lra.listops"
+    with pytest.raises(config_lib.ConfigError, match="defines no get_config"):
+        config_lib.load("./lra/listops.py")
+
+
+def test_a_config_of_your_own_is_found_here_and_recorded_relative_to_here(tmp_path, monkeypatch):
+    mine = tmp_path / "exp" / "mine.py"
+    mine.parent.mkdir()
+    mine.write_text(
+        "from configs.lra import listops\n\n"
+        "def get_config(arg=None):\n"
+        "    c = listops.get_config('preset=smoke')\n"
+        "    c.seed = 7\n"
+        "    return c\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert config_lib.load("exp/mine.py").seed == 7
+    assert config_lib.load(str(mine)).seed == 7
+    assert config_lib.canonical(f"{mine}:x=1") == "exp/mine.py:x=1"
+    assert config_lib.canonical("exp/mine.py") == "exp/mine.py"
+
+
+def test_a_missing_config_names_where_it_looked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(config_lib.ConfigError, match=r"lra/listop\.py.*configs package.*lra/"):
+        config_lib.load("lra/listop.py")
+    with pytest.raises(config_lib.ConfigError, match="--config is empty"):
+        config_lib.load(":preset=cpu")

@@ -14,7 +14,7 @@ from attnbench import config as config_lib
 from attnbench import errors, tasks, train
 from tests.attnbench.test_train import _leaves, _records, _run_cli, _strip_rates
 
-SMOKE = "configs/lra/listops.py:preset=smoke"
+SMOKE = "lra/listops.py:preset=smoke"
 DECAY = 0.9  # far from 1, so that a few steps move the average well beyond float32 rounding
 
 

@@ -18,7 +18,7 @@ from attnbench import errors, tasks, train, validate
 from attnbench.nn import layers
 from tests.attnbench.test_train import _final_params, _leaves, _records, _run_cli, _strip_rates
 
-SMOKE = "configs/lra/listops.py:preset=smoke"
+SMOKE = "lra/listops.py:preset=smoke"
 BF16 = jnp.dtype(jnp.bfloat16)
 F32 = jnp.dtype(jnp.float32)
 # bf16 vs float32 ListOps smoke losses, every one of the 12 steps: relative tolerance.
@@ -82,7 +82,7 @@ def test_with_resolved_dtype_copies_the_config():
 
 @pytest.mark.parametrize("task", ["listops", "text", "retrieval", "image", "pathfinder"])
 def test_paper_presets_use_mixed_precision_where_their_paper_did(task):
-    spec = f"configs/lra/{task}.py"
+    spec = f"lra/{task}.py"
     for recipe in ("transformer", "samsa", "sliceformer", "gfsa"):
         paper = config_lib.load(f"{spec}:model={recipe}")
         # SAMSA ran FlashAttention (half precision); LRA, the Sliceformer fork, GFSA: float32.

@@ -43,7 +43,7 @@ def test_piecewise_constant_step_drop():
     compounding as optax.piecewise_constant_schedule's do."""
     from attnbench import config as config_lib
 
-    c = config_lib.load("configs/pointcloud/dynamics.py")
+    c = config_lib.load("pointcloud/dynamics.py")
     f = optim.make_schedule(c.schedule, c.optimizer.lr, total_steps=c.total_steps)
     for step, lr in ((0, 3e-4), (999, 3e-4), (1000, 1e-4), (99_999, 1e-4)):
         np.testing.assert_allclose(float(f(step)), lr, rtol=1e-6)
@@ -61,7 +61,7 @@ def test_piecewise_constant_step_drop():
             cfg.update(bad)
         with pytest.raises(errors.ConfigError, match="piecewise_constant needs increasing"):
             optim.make_schedule(cfg, 1.0, total_steps=100)
-    cpu = config_lib.load("configs/pointcloud/dynamics.py:preset=cpu")  # short_run drops it
+    cpu = config_lib.load("pointcloud/dynamics.py:preset=cpu")  # short_run drops it
     assert cpu.schedule.name == "constant*linear_warmup" and cpu.schedule.boundaries == ()
 
 

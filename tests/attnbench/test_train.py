@@ -15,7 +15,7 @@ from attnbench import config as config_lib
 from attnbench import errors, io, train
 from tests.conftest import ROOT
 
-SMOKE = "configs/lra/listops.py:preset=smoke"
+SMOKE = "lra/listops.py:preset=smoke"
 
 
 TOY = "tests/toy/config.py"  # variable-size sets: a transform and a collate in the data path

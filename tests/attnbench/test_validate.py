@@ -7,7 +7,7 @@ import attention
 from attnbench import config as config_lib
 from attnbench import errors, tasks, validate
 
-SMOKE = "configs/lra/listops.py:preset=smoke"
+SMOKE = "lra/listops.py:preset=smoke"
 
 # (config argument suffix, overrides, a problem must contain)
 CASES = [
@@ -70,7 +70,7 @@ def test_every_recipe_and_mechanism_passes(task, preset):
     args = [f"model={m}" for m in ("transformer", "samsa", "sliceformer", "gfsa")]
     args += [f"attn={a}" for a in attention.names()]
     for arg in args:
-        c = config_lib.load(f"configs/lra/{task}.py:preset={preset},{arg}")
+        c = config_lib.load(f"lra/{task}.py:preset={preset},{arg}")
         assert validate.problems(c, tasks.get(c.task)) == [], arg
 
 

@@ -18,6 +18,7 @@ import re
 
 import numpy as np
 import pytest
+from rdkit import Chem
 
 from graphs import featurize
 
@@ -155,7 +156,7 @@ def test_misc_fallbacks():
 
 def test_stereo_outside_ogbs_list_is_an_error():
     mol = featurize.parse_smiles("C/C=C/C")
-    mol.GetBondWithIdx(1).SetStereo(featurize.Chem.BondStereo.STEREOATROPCW)
+    mol.GetBondWithIdx(1).SetStereo(Chem.BondStereo.STEREOATROPCW)
     with pytest.raises(ValueError, match="bond 1-2: bond_stereo 'STEREOATROPCW'"):
         featurize.mol_to_graph(mol)
 

@@ -159,7 +159,7 @@ def _count(model_cfg, attn="softmax"):
 
 
 def test_paper_recipe_parameter_count():
-    c = config_lib.load("configs/graphs/zinc.py:preset=paper")
+    c = config_lib.load("graphs/zinc.py:preset=paper")
     # GFSA Tables 4 / 20 say "500K". The authors' ZINC model (one 64-row atom-type table, a
     # 64-row bond table) has 489,481: 12 x 39,200 (blocks) + 5,120 (atoms) + 512 (bonds)
     # + 2,560 (hop matrices 40 x 8 x 8) + 320 (spatial 40 x 8) + 10,240 (degrees 2 x 64 x 80)
@@ -174,7 +174,7 @@ def test_paper_recipe_parameter_count():
 
 
 def test_graphormer_base_reproduces_sliceformer_table6_counts():
-    m = config_lib.load("configs/graphs/pcqm.py").model  # Graphormer-base, OGB layout
+    m = config_lib.load("graphs/pcqm.py").model  # Graphormer-base, OGB layout
     assert _count(m) == 47_085_377  # Sliceformer Table 6, Graphormer
     assert _count(m, "sliceformer") == 32_911_169  # Sliceformer Table 6 (no W_Q, W_K)
     # The authors' Graphormer attention (softmax(bias) V + Sort(V)) has the same parameters.

@@ -2,7 +2,7 @@
 
 logP and SA come from RDKit directly here (Crippen, and the Contrib SA scorer loaded from its
 file independently of graphs.penalized_logp); ring penalties are counted by hand. RDKit is
-imported through graphs.featurize first, whose import error names the install command.
+needed (the `molecules` extra).
 """
 
 import importlib.util
@@ -10,12 +10,10 @@ import pathlib
 
 import numpy as np
 import pytest
+from rdkit import Chem
 
 from attnbench import errors
-from graphs import featurize
 from graphs import penalized_logp as plogp
-
-Chem = featurize.Chem
 
 
 def contrib_dir() -> pathlib.Path:

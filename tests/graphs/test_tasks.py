@@ -11,7 +11,7 @@ from tests.graphs.test_zinc_like import SMILES, write_smiles
 
 
 def _smoke(arg, tmp_path):
-    config = config_lib.load(f"configs/graphs/zinc.py:preset=smoke,{arg}")
+    config = config_lib.load(f"graphs/zinc.py:preset=smoke,{arg}")
     config.unlock()
     config.data.dir = str(tmp_path / "data")
     config.data.source_file = str(write_smiles(tmp_path / "train.csv.gz", SMILES))
@@ -38,22 +38,22 @@ def test_smoke_trains_gfsa(tmp_path):
 
 
 def test_recipes():
-    paper = config_lib.load("configs/graphs/zinc.py")
+    paper = config_lib.load("graphs/zinc.py")
     assert (paper.best_metric, paper.best_mode) == ("mae", "min")
     assert paper.attention.name == "softmax" and paper.attention.dropout_rate == 0.1
-    gfsa = config_lib.load("configs/graphs/zinc.py:attn=gfsa")
+    gfsa = config_lib.load("graphs/zinc.py:attn=gfsa")
     assert (gfsa.attention.order, gfsa.attention.w0) == (2, 0.0)  # zinc.sh --K 2
-    cpu = config_lib.load("configs/graphs/zinc.py:preset=cpu")
+    cpu = config_lib.load("graphs/zinc.py:preset=cpu")
     assert cpu.model.num_layers == 4 and cpu.model.dtype == "float32"
 
 
 def test_unknown_source_is_a_config_error():
-    config = config_lib.load("configs/graphs/zinc.py:preset=smoke")
+    config = config_lib.load("graphs/zinc.py:preset=smoke")
     config.data.source = "offical"
     with pytest.raises(errors.ConfigError, match="offical.*known: standin, official"):
         tasks.get("graphs.zinc").load_data(config)
     with pytest.raises(errors.ConfigError, match="unknown data source='zinc'"):
-        config_lib.load("configs/graphs/zinc.py:source=zinc")
+        config_lib.load("graphs/zinc.py:source=zinc")
 
 
 def test_l1_and_multilabel_losses_match_numpy():
@@ -99,7 +99,7 @@ def test_self_ensemble_is_the_mean_of_subsampled_passes():
     from graphs import tasks as graph_tasks
     from tests.graphs.test_graphormer import ATOM_DIMS, BOND_DIMS, _batch
 
-    m = config_lib.load("configs/graphs/zinc.py:preset=smoke").model
+    m = config_lib.load("graphs/zinc.py:preset=smoke").model
     m.atom_dims, m.bond_dims, m.num_layers = ATOM_DIMS, BOND_DIMS, 2
     ssa = {"name": "ssa", "keep": 0.5, "sampling": "graph", "always_keep": 1}
 
@@ -124,7 +124,7 @@ def test_self_ensemble_is_the_mean_of_subsampled_passes():
 def _pcqm_smoke(arg, tmp_path):
     from tests.graphs.test_qm9_like import MOLECULES, write_csv
 
-    config = config_lib.load(f"configs/graphs/pcqm.py:preset=smoke,{arg}")
+    config = config_lib.load(f"graphs/pcqm.py:preset=smoke,{arg}")
     config.data.dir = str(tmp_path / "data")
     config.data.source_file = str(write_csv(tmp_path / "qm9_part1.csv", MOLECULES))
     config.data.num_train, config.data.num_val, config.data.num_test = 3, 2, 2
@@ -166,7 +166,7 @@ def test_pcqm_smoke_trains_egt(arg, tmp_path):
 def test_peptides_smoke_trains_graph_bridge(arg, tmp_path):
     """Graph-Bridge with SAMSA (func: average precision) and with full attention (struct:
     SmoothL1 loss, MAE) on a few generated peptides (SAMSA Tables 1 and 3)."""
-    config = config_lib.load(f"configs/graphs/peptides.py:preset=smoke,{arg}")
+    config = config_lib.load(f"graphs/peptides.py:preset=smoke,{arg}")
     config.data.dir = str(tmp_path / "data")
     config.total_steps, config.eval_every = 4, 4
     summary = train.train_and_evaluate(config, tmp_path / "run")
@@ -197,17 +197,17 @@ def test_graph_recipes_validate_at_every_preset(recipe):
     from attnbench import validate
 
     for preset in ("paper", "cpu", "smoke"):
-        c = config_lib.load(f"configs/graphs/{recipe},preset={preset}")
+        c = config_lib.load(f"graphs/{recipe},preset={preset}")
         assert validate.problems(c, tasks.get(c.task)) == [], (recipe, preset)
 
 
 def test_bad_recipe_arguments_are_named():
     with pytest.raises(errors.ConfigError, match="ssa= is SSA's EGT setting"):
-        config_lib.load("configs/graphs/pcqm.py:ssa=U20")
+        config_lib.load("graphs/pcqm.py:ssa=U20")
     with pytest.raises(errors.ConfigError, match="unknown SSA ssa='U25'"):
-        config_lib.load("configs/graphs/pcqm.py:model=egt,ssa=U25")
+        config_lib.load("graphs/pcqm.py:model=egt,ssa=U25")
     with pytest.raises(errors.ConfigError, match="unknown Peptides kind='fun'"):
-        config_lib.load("configs/graphs/peptides.py:kind=fun")
+        config_lib.load("graphs/peptides.py:kind=fun")
 
 
 @pytest.mark.slow
@@ -224,7 +224,7 @@ def test_zinc_smoke_trains_gps(arg, tmp_path):
 def test_peptides_smoke_trains_gps_with_gfsa(tmp_path):
     """GPS with LapPE and GFSA on generated peptides (GFSA Table 6's Peptides-func column)."""
     config = config_lib.load(
-        "configs/graphs/peptides.py:preset=smoke,kind=func,model=gps,attn=gfsa"
+        "graphs/peptides.py:preset=smoke,kind=func,model=gps,attn=gfsa"
     )
     config.data.dir = str(tmp_path / "data")
     config.total_steps, config.eval_every = 4, 4

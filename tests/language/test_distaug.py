@@ -107,7 +107,7 @@ def test_task_augments_training_images_only(tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
     for name in cifar.CIFAR10_FILES:
         cifar.write_batch(folder / name, rng.integers(0, 256, (2, 3072), dtype=np.uint8), [1, 2])
-    c = config_lib.load("configs/language/cifar10.py:preset=smoke,source=official")
+    c = config_lib.load("language/cifar10.py:preset=smoke,source=official")
     with c.unlocked():
         c.data.dir = str(tmp_path / "c10")
     assert c.data.distaug == "rotation,transposition"
@@ -124,7 +124,7 @@ def test_task_augments_training_images_only(tmp_path, monkeypatch):
 
 
 def test_distaug_on_a_text_corpus_is_refused():
-    c = config_lib.load("configs/language/enwik8.py:preset=smoke")
+    c = config_lib.load("language/enwik8.py:preset=smoke")
     with c.unlocked():
         c.data.distaug = "rotation"
     with pytest.raises(errors.ConfigError, match="distaug='rotation'.*image sequences.*enwik8"):

@@ -17,9 +17,9 @@ from attnbench import config as config_lib
 from attnbench import errors, tasks, train, validate
 from language import corpora
 
-WT = "configs/language/wikitext103.py"
-C10 = "configs/language/cifar10.py"
-GPT2 = "configs/language/gpt2.py"
+WT = "language/wikitext103.py"
+C10 = "language/cifar10.py"
+GPT2 = "language/gpt2.py"
 
 ARGS = {
     WT: [

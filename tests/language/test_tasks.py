@@ -38,15 +38,15 @@ def test_lm_loss_is_the_mean_scored_nll():
 )
 @pytest.mark.parametrize("preset", ["paper", "cpu", "smoke"])
 def test_recipes_validate(arg, preset):
-    c = config_lib.load(f"configs/language/enwik8.py:preset={preset},{arg}")
+    c = config_lib.load(f"language/enwik8.py:preset={preset},{arg}")
     assert validate.problems(c, tasks.get(c.task)) == [], (arg, preset)
 
 
 def test_bad_arguments_are_named():
     with pytest.raises(errors.ConfigError, match="ft=1 is SSA's dense fine-tuning"):
-        config_lib.load("configs/language/enwik8.py:ft=1")
+        config_lib.load("language/enwik8.py:ft=1")
     with pytest.raises(errors.ConfigError, match="unknown SSA ssa='S12-L8'"):
-        config_lib.load("configs/language/enwik8.py:ssa=S12-L8")
+        config_lib.load("language/enwik8.py:ssa=S12-L8")
 
 
 @needs_docs
@@ -57,7 +57,7 @@ def test_bad_arguments_are_named():
 )
 def test_smoke_trains_on_the_byte_standin(arg, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path / "data"))
-    config = config_lib.load(f"configs/language/enwik8.py:preset=smoke,{arg}")
+    config = config_lib.load(f"language/enwik8.py:preset=smoke,{arg}")
     summary = train.train_and_evaluate(config, tmp_path / "run")
     assert summary["data"]["source"] == "standin"
     m = summary["metrics"]["test_best"]
@@ -75,7 +75,7 @@ def test_self_ensemble_averages_probabilities_of_subsampled_passes():
 
     from attnbench.nn import layers
 
-    config = config_lib.load("configs/language/enwik8.py:preset=smoke,ssa=S16-L2")
+    config = config_lib.load("language/enwik8.py:preset=smoke,ssa=S16-L2")
     task = tasks.get(config.task)
     batch = task.example_batch(config, 2)
     model = task.build_model(config, nnx.Rngs(0))
@@ -94,9 +94,9 @@ def test_self_ensemble_averages_probabilities_of_subsampled_passes():
 
 
 def test_enwik8_s12_and_the_dense_models_ensemble():
-    s12 = config_lib.load("configs/language/enwik8.py:ssa=S12-L4")
+    s12 = config_lib.load("language/enwik8.py:ssa=S12-L4")
     assert tuple(s12.model.attention_layers) == tuple(range(4, 16))  # SSA in the last 12
-    s0 = config_lib.load("configs/language/enwik8.py:ensemble=50")
+    s0 = config_lib.load("language/enwik8.py:ensemble=50")
     # Table 4's S0: trained dense throughout, its ensemble passes sampled as S16-L4
     assert s0.attention.name == "ssa" and s0.dense_finetune_fraction == 1.0
     assert s0.attention.keep == 0.25 and s0.model.ensemble_passes == 50

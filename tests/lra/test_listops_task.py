@@ -21,7 +21,7 @@ def _official_dir(path):
 
 
 def _config(**data):
-    c = config_lib.load("configs/lra/listops.py:preset=smoke")
+    c = config_lib.load("lra/listops.py:preset=smoke")
     with c.unlocked():
         for k, v in data.items():
             c.data[k] = v

@@ -99,7 +99,7 @@ def official(tmp_path_factory):
 
 
 def _config(task, arg, official, *, deterministic=False):
-    c = config_lib.load(f"configs/lra/{task}.py:preset=smoke,{arg}")
+    c = config_lib.load(f"lra/{task}.py:preset=smoke,{arg}")
     with c.unlocked():
         if task in official:
             c.data.source = "official"

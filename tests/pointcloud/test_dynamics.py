@@ -81,12 +81,12 @@ def test_windows_gather_episode_slices_and_the_cache_round_trips(tmp_path):
 
 
 def test_recipes_and_config_checks():
-    paper = config_lib.load("configs/pointcloud/dynamics.py")
+    paper = config_lib.load("pointcloud/dynamics.py")
     assert paper.data.num_particles == 32_768 and paper.batch_size == 16  # [E4]
     assert paper.optimizer.grad_clip_norm == 0.01 and paper.optimizer.weight_decay == 1e-3
     assert paper.model.interlacer == "grf" and paper.model.local_attention.knn_k == 3
     assert (paper.best_metric, paper.best_mode) == ("rollout_mse", "min")
-    cpu = config_lib.load("configs/pointcloud/dynamics.py:preset=cpu,model=mp")
+    cpu = config_lib.load("pointcloud/dynamics.py:preset=cpu,model=mp")
     assert cpu.data.num_particles == 1024 and cpu.model.interlacer == "mp"
     task = tasks.get("pointcloud.dynamics")
     assert task.check_config(cpu) == []
@@ -97,13 +97,13 @@ def test_recipes_and_config_checks():
     problems = "; ".join(task.check_config(cpu))
     assert "config.data.frames=5" in problems and "rollout_mse_9" in problems
     with pytest.raises(errors.ConfigError, match="unknown model 'gnn'"):
-        config_lib.load("configs/pointcloud/dynamics.py:model=gnn")
+        config_lib.load("pointcloud/dynamics.py:model=gnn")
 
 
 def _model_and_batch(kind):
     from flax import nnx
 
-    c = config_lib.load(f"configs/pointcloud/dynamics.py:preset=smoke,model={kind}")
+    c = config_lib.load(f"pointcloud/dynamics.py:preset=smoke,model={kind}")
     c.unlock()
     c.data.num_particles = 40
     task = tasks.get("pointcloud.dynamics")
@@ -157,7 +157,7 @@ def test_models_shapes_gradients_jit_and_rollout(kind):
 def test_smoke_trains(kind, tmp_path):
     from attnbench import train
 
-    c = config_lib.load(f"configs/pointcloud/dynamics.py:preset=smoke,model={kind}")
+    c = config_lib.load(f"pointcloud/dynamics.py:preset=smoke,model={kind}")
     c.unlock()
     c.data.dir = str(tmp_path / "data")
     summary = train.train_and_evaluate(c, tmp_path / "run")

@@ -12,7 +12,7 @@ import ml_collections
 import numpy as np
 import pytest
 
-from attnbench import errors
+from attnbench import errors, extras
 from pointcloud import data, official
 
 
@@ -259,7 +259,7 @@ def test_hdf5_without_normals(tmp_path):
 def test_hdf5_needs_h5py_message(tmp_path, monkeypatch):
     write_hdf5_release(tmp_path)
     monkeypatch.setitem(sys.modules, "h5py", None)
-    with pytest.raises(errors.DataError, match=r"pip install 'attnbench\[pointcloud\]'"):
+    with pytest.raises(extras.MissingExtraError, match=r"pip install 'attnbench\[pointcloud\]'"):
         official.load_modelnet(tmp_path, layout="hdf5")
 
 

@@ -26,12 +26,12 @@ RECIPES = [
 def test_point_recipes_validate_at_every_preset(recipe):
     sep = "," if ":" in recipe else ":"
     for preset in ("paper", "cpu", "smoke"):
-        c = config_lib.load(f"configs/pointcloud/{recipe}{sep}preset={preset}")
+        c = config_lib.load(f"pointcloud/{recipe}{sep}preset={preset}")
         assert validate.problems(c, tasks.get(c.task)) == [], (recipe, preset)
 
 
 def test_paper_recipes_say_what_samsa_tables_7_and_8_say():
-    c = config_lib.load("configs/pointcloud/modelnet40.py")
+    c = config_lib.load("pointcloud/modelnet40.py")
     m = c.model
     assert (m.num_layers, m.dim, m.mlp_dim, m.num_heads) == (6, 256, 768, 8)  # Table 8
     assert (m.dropout, m.drop_path) == (0.1, 0.1)
@@ -42,17 +42,17 @@ def test_paper_recipes_say_what_samsa_tables_7_and_8_say():
     )  # Table 7
     assert c.batch_size == 32 and c.total_steps == 600 * 308  # 600 epochs of 9,843 shapes
     assert c.data.num_points == 1024 and c.attention.name == "samsa" and c.attention.k == 128
-    s = config_lib.load("configs/pointcloud/shapenetpart.py:source=official")
+    s = config_lib.load("pointcloud/shapenetpart.py:source=official")
     assert s.model.num_layers == 8 and s.data.num_parts == 50
     assert len(s.data.parts_per_category) == 16 and s.best_metric == "instance_miou"
 
 
 def test_bad_point_arguments_are_named():
     with pytest.raises(errors.ConfigError, match="SAMSA k=2048 exceeds the 1024 points"):
-        config_lib.load("configs/pointcloud/modelnet40.py:k=2048")
+        config_lib.load("pointcloud/modelnet40.py:k=2048")
     with pytest.raises(errors.ConfigError, match="model 'pointnet2'"):
-        config_lib.load("configs/pointcloud/modelnet40.py:model=pointnet2")
-    c = config_lib.load("configs/pointcloud/modelnet40.py:preset=smoke")
+        config_lib.load("pointcloud/modelnet40.py:model=pointnet2")
+    c = config_lib.load("pointcloud/modelnet40.py:preset=smoke")
     c.unlock()
     c.data.vote = 10
     with pytest.raises(errors.ConfigError, match="voting is not implemented"):
@@ -82,7 +82,7 @@ def test_segmentation_loss_matches_numpy():
 
 
 def _smoke(recipe, tmp_path):
-    c = config_lib.load(f"configs/pointcloud/{recipe}")
+    c = config_lib.load(f"pointcloud/{recipe}")
     c.unlock()
     c.data.dir = str(tmp_path / "data")
     c.total_steps, c.eval_every = 4, 4

@@ -105,7 +105,7 @@ def test_pipeline_bench_compares_with_training_rates(tmp_path):
         [
             "pipeline",
             "--configs",
-            "configs/lra/listops.py:preset=smoke",
+            "lra/listops.py:preset=smoke",
             "--batches",
             "5",
             "--warmup",
@@ -149,9 +149,9 @@ def test_a_crashing_measurement_is_recorded_as_skipped():
     [
         (["attention", "--mechanisms", "nope"], "unknown attention 'nope'"),
         (["attention", "--mechanisms", "samsa:kk=3"], "kk"),
-        (["train", "--config", "configs/lra/text.py", "--mechanisms", "nope"], "nope"),
-        (["train", "--config", "configs/lra/image.py", "--lengths", "64"], "length=64"),
-        (["train", "--config", "configs/lra/text.py:nope=1"], "nope"),
+        (["train", "--config", "lra/text.py", "--mechanisms", "nope"], "nope"),
+        (["train", "--config", "lra/image.py", "--lengths", "64"], "length=64"),
+        (["train", "--config", "lra/text.py:nope=1"], "nope"),
     ],
 )
 def test_bad_arguments_fail_before_running_with_the_problem_named(argv, message, capsys):
@@ -163,7 +163,7 @@ def test_bad_arguments_fail_before_running_with_the_problem_named(argv, message,
 @pytest.mark.slow  # ~40 s on 2 cores; `make test-slow`
 def test_train_bench_writes_steps_per_s_and_memory_per_mechanism_and_length(tmp_path):
     bench.main(
-        ["train", "--config", "configs/lra/text.py:preset=smoke", "--mechanisms", "softmax"]
+        ["train", "--config", "lra/text.py:preset=smoke", "--mechanisms", "softmax"]
         + ["linear", "--lengths", "32", "64", "--modes", "train", "inference"]
         + ["--steps", "1", "--out", str(tmp_path), "--tag", "t", "--no-isolate"]
     )

@@ -142,7 +142,7 @@ def test_cells_of_one_table_with_the_same_config_get_one_job(tmp_path, capsys):
     from attnbench.papers import tables
 
     t16 = tables.load("gfsa.table16")
-    cells = [c for c in t16.cells if c.config == "configs/vision/imagenet.py:model=deit_s"]
+    cells = [c for c in t16.cells if c.config == "vision/imagenet.py:model=deit_s"]
     assert len(cells) == 2
     todo = library.table_jobs(t16, cells, root=tmp_path, preset="cpu", seeds=2)
     assert len(todo) == 2  # one per seed, not one per (cell, seed)

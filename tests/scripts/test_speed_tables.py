@@ -136,7 +136,7 @@ def test_every_measured_cell_names_a_function_that_takes_its_arguments(key):
         (dict(measure="attnbench.papers.speed:nope"), "is not a `module:function` that exists"),
         (dict(measure="attnbench.nope:f"), "No module named"),
         (dict(measure_args={"attn": "softmax", "lenght": 1000}), "lenght"),
-        (dict(config="configs/lra/text.py"), "not also trained"),
+        (dict(config="lra/text.py"), "not also trained"),
     ],
 )
 def test_validate_names_a_bad_measure(change, message):

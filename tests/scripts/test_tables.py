@@ -22,8 +22,8 @@ TABLE = Table(
     rows=("ListOps", "Graphs"),
     columns=("A", "B", "C"),
     cells=(
-        Cell("ListOps", "A", 41.5, config="configs/lra/listops.py:model=samsa"),
-        Cell("ListOps", "B", 37.11, config="configs/lra/listops.py", quoted="Someone 2023"),
+        Cell("ListOps", "A", 41.5, config="lra/listops.py:model=samsa"),
+        Cell("ListOps", "B", 37.11, config="lra/listops.py", quoted="Someone 2023"),
         Cell(
             "ListOps",
             "C",
@@ -97,9 +97,9 @@ GOLDEN_CSV = """\
 row,column,paper,paper_std,quoted,ours_mean,ours_std,seeds,failed,preset,data,device,revision,config,\
 exact,elsewhere,needs,note
 ListOps,A,41.5,,,31.0,1.4142135623730951,2,0,cpu,generated,cpu x1 (2 CPU cores),abcdef0,\
-configs/lra/listops.py:model=samsa,,,,
+lra/listops.py:model=samsa,,,,
 ListOps,B,37.11,,Someone 2023,50.0,,1,0,paper,official,unknown device,unknown,\
-configs/lra/listops.py,,,,
+lra/listops.py,,,,
 ListOps,C,72,,,72.5,,1,0,exact,computed,unknown device,unknown,,\
 attnbench.papers.exact:ssa_exaflop,,,\
 from the text

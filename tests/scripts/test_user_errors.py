@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-SMOKE = "configs/lra/listops.py:preset=smoke"
+SMOKE = "lra/listops.py:preset=smoke"
 
 
 def _run(args, *, env=None, timeout=300):
@@ -53,7 +53,7 @@ CASES = [
     ("unknown-config-arg", lambda t: _train(t / "w", config=SMOKE + ",atn=linear"), "'atn'"),
     (
         "unknown-preset",
-        lambda t: _train(t / "w", config="configs/lra/listops.py:preset=huge"),
+        lambda t: _train(t / "w", config="lra/listops.py:preset=huge"),
         "'huge'",
     ),
     ("config-file-missing", lambda t: _train(t / "w", config="configs/nope.py"), "configs/nope.py"),

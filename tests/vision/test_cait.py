@@ -185,8 +185,8 @@ def test_training_mode_drops_paths_and_gradients_reach_the_mixing_maps():
 # The released CaiT-S24 (224 px): 46,916,200 parameters; + GFSA's 24 x 8 w_K = 46,916,392 (the
 # `n_parameters` of the GFSA authors' CaiT log). GFSA Table 12 prints 46.9M / 47.0M.
 PARAMS = {
-    "configs/vision/imagenet.py:model=cait_s24": 46_916_200,
-    "configs/vision/imagenet.py:model=cait_s24,attn=gfsa": 46_916_392,
+    "vision/imagenet.py:model=cait_s24": 46_916_200,
+    "vision/imagenet.py:model=cait_s24,attn=gfsa": 46_916_392,
 }
 
 
@@ -196,7 +196,7 @@ def test_cait_s24_has_the_released_parameter_count(spec):
 
 
 def test_recipe_wiring():
-    c = config_lib.load("configs/vision/imagenet.py:model=cait_s24,attn=gfsa")
+    c = config_lib.load("vision/imagenet.py:model=cait_s24,attn=gfsa")
     assert c.attention.name == "gfsa" and c.attention.order == 4 and c.attention.talking_heads
     assert c.model.drop_path_decay == "uniform" and c.model.layer_scale == 1e-5
     assert (c.batch_size, c.optimizer.lr, c.model.gelu) == (512, 5e-4, "erf")
@@ -204,13 +204,13 @@ def test_recipe_wiring():
     # DeiT's main.py defaults (GFSA's copy): repeated augmentation x3, parameter EMA 0.99996;
     # the scaled presets leave the EMA off
     assert (c.data.repeated_aug, c.ema_decay) == (3, 0.99996)
-    cpu = config_lib.load("configs/vision/imagenet.py:model=cait_s24,preset=cpu")
+    cpu = config_lib.load("vision/imagenet.py:model=cait_s24,preset=cpu")
     assert (cpu.data.repeated_aug, cpu.ema_decay) == (3, 0.0)
-    swin = config_lib.load("configs/vision/imagenet.py:model=swin_s")
+    swin = config_lib.load("vision/imagenet.py:model=swin_s")
     assert (swin.data.repeated_aug, swin.ema_decay) == (1, 0.0)  # Swin's recipe has neither
-    d = config_lib.load("configs/vision/imagenet.py:model=deit_s,attn=gfsa")
+    d = config_lib.load("vision/imagenet.py:model=deit_s,attn=gfsa")
     assert d.attention.order == 3 and not d.attention.talking_heads
-    assert config_lib.load("configs/vision/imagenet.py:model=cait_s24").attention.name == (
+    assert config_lib.load("vision/imagenet.py:model=cait_s24").attention.name == (
         "talking_heads"
     )
 

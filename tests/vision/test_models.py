@@ -149,14 +149,14 @@ def test_wrong_image_size_and_untileable_sizes_are_clear_errors():
 # vit-pytorch / timm); DeiT-S 22,050,664 (timm deit_small_patch16_224); GFSA adds one w_K per
 # head and layer (its authors' log: 22,050,736).
 PARAMS = {
-    "configs/vision/cifar10.py:model=vit": 9_603_594,
-    "configs/vision/cifar10.py:model=sliceformer": 6_457_866,
-    "configs/vision/cifar100.py:model=vit": 9_649_764,
-    "configs/vision/cifar100.py:model=sliceformer": 6_504_036,
-    "configs/vision/tiny_imagenet.py:model=vit": 22_050_664,
-    "configs/vision/tiny_imagenet.py:model=sliceformer": 18_502_504,
-    "configs/vision/imagenet.py:model=deit_s": 22_050_664,
-    "configs/vision/imagenet.py:model=deit_s,attn=gfsa": 22_050_664 + 72,
+    "vision/cifar10.py:model=vit": 9_603_594,
+    "vision/cifar10.py:model=sliceformer": 6_457_866,
+    "vision/cifar100.py:model=vit": 9_649_764,
+    "vision/cifar100.py:model=sliceformer": 6_504_036,
+    "vision/tiny_imagenet.py:model=vit": 22_050_664,
+    "vision/tiny_imagenet.py:model=sliceformer": 18_502_504,
+    "vision/imagenet.py:model=deit_s": 22_050_664,
+    "vision/imagenet.py:model=deit_s,attn=gfsa": 22_050_664 + 72,
 }
 
 
@@ -168,9 +168,9 @@ def test_paper_recipes_have_the_papers_parameter_counts(spec):
 @pytest.mark.parametrize(
     "spec",
     [
-        "configs/vision/cifar10.py:preset=smoke",
-        "configs/vision/imagenet.py:preset=smoke,model=swin_s",
-        "configs/vision/imagenet.py:preset=smoke,model=cait_s24,attn=gfsa",
+        "vision/cifar10.py:preset=smoke",
+        "vision/imagenet.py:preset=smoke,model=swin_s",
+        "vision/imagenet.py:preset=smoke,model=cait_s24,attn=gfsa",
     ],
 )
 def test_flop_count_matches_xla_cost_analysis(spec):
@@ -203,7 +203,7 @@ def test_flop_count_matches_xla_cost_analysis(spec):
 
 
 def test_grf_sees_the_patch_grid_with_the_class_token():
-    config = config_lib.load("configs/vision/cifar10.py:preset=smoke,attn=grf")
+    config = config_lib.load("vision/cifar10.py:preset=smoke,attn=grf")
     assert tuple(config.attention.grid) == (4, 4) and config.attention.cls_token
-    config = config_lib.load("configs/vision/cifar10.py:preset=cpu,attn=grf")
+    config = config_lib.load("vision/cifar10.py:preset=cpu,attn=grf")
     assert tuple(config.attention.grid) == (8, 8)

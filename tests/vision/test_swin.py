@@ -472,21 +472,21 @@ def test_attention_layers_pick_the_blocks_and_ssa_evaluates_densely():
 def test_ssa_swin_recipes():
     """SSA Tables 2 and 9's Swin-T rows: W14 windows, SSA in stages 1-3 (S10) or stage 3 (S6),
     locally biased (sigma 0.75 of the window side) or unbiased, +FT the last 10%."""
-    c = config_lib.load("configs/vision/imagenet.py:model=swin_t,window=14,ssa=S10")
+    c = config_lib.load("vision/imagenet.py:model=swin_t,window=14,ssa=S10")
     assert c.model.window_size == 14 and c.model.attention_layers == tuple(range(10))
     assert (c.attention.name, c.attention.keep, tuple(c.attention.tiles)) == ("ssa", 0.25, (2, 2))
     assert c.attention.sigma_first == c.attention.sigma_last == 0.75
     assert c.dense_finetune_fraction == 0.0
     c = config_lib.load(
-        "configs/vision/imagenet.py:model=swin_t,window=14,ssa=S6,ft=1,sampling=unbiased"
+        "vision/imagenet.py:model=swin_t,window=14,ssa=S6,ft=1,sampling=unbiased"
     )
     assert c.model.attention_layers == (4, 5, 6, 7, 8, 9) and c.dense_finetune_fraction == 0.1
     assert c.attention.sigma_first == float("inf")
-    assert config_lib.load("configs/vision/imagenet.py:model=swin_t,window=14").attention.name == (
+    assert config_lib.load("vision/imagenet.py:model=swin_t,window=14").attention.name == (
         "softmax"
     )
     smoke = config_lib.load(
-        "configs/vision/imagenet.py:preset=smoke,model=swin_t,window=14,ssa=S10"
+        "vision/imagenet.py:preset=smoke,model=swin_t,window=14,ssa=S10"
     )
     assert smoke.model.window_size == 8 and smoke.model.attention_layers == (0, 1)
     for bad, message in (
@@ -496,4 +496,4 @@ def test_ssa_swin_recipes():
         ("model=swin_t,ssa=S6,sampling=biased", "unknown SSA sampling='biased'"),
     ):
         with pytest.raises(errors.ConfigError, match=message):
-            config_lib.load(f"configs/vision/imagenet.py:{bad}")
+            config_lib.load(f"vision/imagenet.py:{bad}")

@@ -64,7 +64,7 @@ def standin(tmp_path_factory):
 
 @pytest.mark.parametrize(("dataset", "arg"), PAIRS, ids=_IDS)
 def test_smoke_run_trains_and_reports_top1_and_top5(dataset, arg, standin, tmp_path):
-    config = config_lib.load(f"configs/vision/{dataset}.py:preset=smoke,{arg}")
+    config = config_lib.load(f"vision/{dataset}.py:preset=smoke,{arg}")
     config.unlock()
     config.data.standin_dir = str(standin)
     config.data.num_train, config.data.num_val, config.data.num_test = 64, 32, 32
@@ -87,7 +87,7 @@ def test_imagenet_class_folders_of_jpegs_train_end_to_end(tmp_path):
     (random resized crop, RandAugment, random erasing, Mixup / CutMix), evaluation resize and
     centre crop, and the class count read from the folders."""
     folder = synthetic.write_folder(tmp_path / "jpegs", classes=3, per_class=6, val_per_class=2)
-    config = config_lib.load("configs/vision/imagenet.py:preset=smoke")
+    config = config_lib.load("vision/imagenet.py:preset=smoke")
     config.unlock()
     config.data.update(source="official", dir=str(folder), num_classes=3)
     config.data.num_train, config.data.num_val, config.data.num_test = 0, 0, 0

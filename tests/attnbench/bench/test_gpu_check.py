@@ -182,9 +182,9 @@ def test_a_run_cut_short_keeps_what_it_measured_and_a_failed_step_is_a_missed_ta
             out=str(tmp_path),
             provenance=prov,
         )
-    assert [s.split(":")[0] for s in seen] == ["configs/lra/listops.py"] * 2 + [
-        "configs/lra/text.py"
-    ] + ["configs/lra/listops.py"] + ["configs/lra/text.py"]
+    assert [s.split(":")[0] for s in seen] == ["lra/listops.py"] * 2 + [
+        "lra/text.py"
+    ] + ["lra/listops.py"] + ["lra/text.py"]
     assert "length=64" in seen[2] and "attn=softmax" in seen[2]
     att = json.loads((tmp_path / "attention_gpu.json").read_text())
     cudnn = {r["mode"]: r for r in att["records"] if r["label"] == gpu_check.CUDNN}
@@ -247,7 +247,7 @@ def test_the_whole_check_runs_end_to_end_at_small_sizes(tmp_path):
     assert (tmp_path / "targets.md").read_text().count("\n| ") == 12 + 1
     # the accuracy runs, at the smoke preset: two seeds of each dtype, then the target
     records = gpu_check.accuracy(
-        str(tmp_path / "runs"), seeds=2, config="configs/lra/listops.py:preset=smoke"
+        str(tmp_path / "runs"), seeds=2, config="lra/listops.py:preset=smoke"
     )
     assert [(r["dtype"], r["seed"]) for r in records] == [
         (d, s) for d in ("float32", "bfloat16") for s in (0, 1)

@@ -103,7 +103,7 @@ def test_bad_repeats_and_too_small_splits_are_errors():
     assert next(_iter(80, 2))["i"].shape == (80,)
 
 
-SMOKE = "configs/lra/listops.py:preset=smoke"  # batch 16
+SMOKE = "lra/listops.py:preset=smoke"  # batch 16
 
 
 def _smoke(repeated_aug=None):

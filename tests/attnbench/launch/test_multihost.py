@@ -242,7 +242,7 @@ def test_process_slices_are_the_rows_of_the_one_process_batch_shapes_included():
 
 # ---- the trainer as several processes (slow) -----------------------------------------------
 
-SMOKE = "configs/lra/listops.py:preset=smoke"
+SMOKE = "lra/listops.py:preset=smoke"
 # Eval batches of 32: validation 50 = 32 + 18 (process 1 gets 2 examples and 14 padding rows),
 # test 40 = 32 + 8 (process 1's rows of the last batch are all padding).
 OVERRIDES = ("--config.data.num_val=50", "--config.data.num_test=40")

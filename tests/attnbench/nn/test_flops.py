@@ -100,7 +100,7 @@ def _check_params(config):
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("recipe", RECIPES)
 def test_params_exact_for_every_task_and_recipe(task, recipe):
-    _check_params(_load(f"configs/lra/{task}.py:preset=smoke,model={recipe}"))
+    _check_params(_load(f"lra/{task}.py:preset=smoke,model={recipe}"))
 
 
 @pytest.mark.parametrize(
@@ -118,13 +118,13 @@ def test_params_exact_for_every_task_and_recipe(task, recipe):
     ],
 )
 def test_params_exact_for_other_mechanisms(arg):
-    _check_params(_load(f"configs/lra/listops.py:preset=smoke,{arg}"))
+    _check_params(_load(f"lra/listops.py:preset=smoke,{arg}"))
 
 
 def test_params_exact_for_paper_models_and_gfsa_variants():
-    _check_params(_load("configs/lra/text.py:preset=paper,model=samsa"))
-    _check_params(_load("configs/lra/image.py:preset=paper,model=sliceformer"))
-    config = _load("configs/lra/listops.py:preset=smoke,model=gfsa", **{"model.num_layers": 3})
+    _check_params(_load("lra/text.py:preset=paper,model=samsa"))
+    _check_params(_load("lra/image.py:preset=paper,model=sliceformer"))
+    config = _load("lra/listops.py:preset=smoke,model=gfsa", **{"model.num_layers": 3})
     config.attention.even_layers_only = True  # layer 1 keeps only a marker buffer
     config.attention.learn_w0_w1 = True
     _check_params(config)
@@ -168,7 +168,7 @@ def _mean_of_values(params, q, k, v, *, mask=None, key=None, train=False):
 
 
 def _listops_with(name: str):
-    config = _load("configs/lra/listops.py:preset=smoke")
+    config = _load("lra/listops.py:preset=smoke")
     config.attention = ml_collections.ConfigDict({"name": name})
     return config
 
@@ -194,7 +194,7 @@ def test_a_mechanism_without_a_formula_counts_as_unknown_flops(monkeypatch):
 def test_a_backbone_without_a_formula_counts_as_unknown_flops(monkeypatch):
     factory, _ = backbones._REGISTRY["transformer"]
     monkeypatch.setitem(backbones._REGISTRY, "transformer", (factory, None))
-    counts = flops.count(_load("configs/lra/listops.py:preset=smoke"))
+    counts = flops.count(_load("lra/listops.py:preset=smoke"))
     for comp in ("embedding", "attention", "projections", "mlp", "norms/other"):
         assert math.isnan(counts.breakdown[comp]), comp
     assert counts.breakdown["head"] > 0
@@ -312,14 +312,14 @@ def _compiled_forward(config, *, train=False) -> float:
 @pytest.mark.parametrize(
     ("spec", "overrides"),
     [
-        ("configs/lra/text.py:preset=paper", {}),
-        ("configs/lra/text.py:preset=paper,model=samsa", {}),
-        ("configs/lra/retrieval.py:preset=paper", {}),  # dual encoder: two documents
-        ("configs/lra/listops.py:preset=paper,attn=performer", {}),
-        ("configs/lra/image.py:preset=paper,model=sliceformer", {}),
-        ("configs/lra/text.py:preset=paper,model=gfsa", {}),
-        ("configs/lra/text.py:preset=paper,attn=grf", {"attention.slot_chunk": 231}),
-        ("configs/lra/listops.py:preset=cpu", {}),
+        ("lra/text.py:preset=paper", {}),
+        ("lra/text.py:preset=paper,model=samsa", {}),
+        ("lra/retrieval.py:preset=paper", {}),  # dual encoder: two documents
+        ("lra/listops.py:preset=paper,attn=performer", {}),
+        ("lra/image.py:preset=paper,model=sliceformer", {}),
+        ("lra/text.py:preset=paper,model=gfsa", {}),
+        ("lra/text.py:preset=paper,attn=grf", {"attention.slot_chunk": 231}),
+        ("lra/listops.py:preset=cpu", {}),
     ],
 )
 def test_model_flops_match_compiled_forward(spec, overrides):
@@ -339,7 +339,7 @@ def test_model_flops_match_compiled_forward(spec, overrides):
     )
 
 
-@pytest.mark.parametrize("spec", ["configs/lra/text.py:preset=paper,attn=ssa"])
+@pytest.mark.parametrize("spec", ["lra/text.py:preset=paper,attn=ssa"])
 def test_training_forward_flops(spec):
     """SSA trains on a quarter of the sources: the training forward (dropout off) is counted
     with the sampled attention, and evaluation densely."""
@@ -355,8 +355,8 @@ def test_training_forward_flops(spec):
 
 def test_count_breakdown_is_per_example():
     """The dual encoder runs two documents per example; everything else is the same model."""
-    text = flops.count(_load("configs/lra/text.py:preset=smoke"))
-    retrieval = flops.count(_load("configs/lra/retrieval.py:preset=smoke"))
+    text = flops.count(_load("lra/text.py:preset=smoke"))
+    retrieval = flops.count(_load("lra/retrieval.py:preset=smoke"))
     assert retrieval.sequences == 2 and text.sequences == 1
     for comp in ("attention", "projections", "mlp"):
         assert retrieval.breakdown[comp] == pytest.approx(2 * text.breakdown[comp])
@@ -435,10 +435,10 @@ def test_script_prints_params_breakdown_and_scaling(capsys):
     from scripts import flops as script
 
     script.main(
-        ["--config", "configs/lra/text.py:preset=smoke,model=samsa", "--lengths", "64", "128"]
+        ["--config", "lra/text.py:preset=smoke,model=samsa", "--lengths", "64", "128"]
     )
     out = capsys.readouterr().out
-    counts = flops.count(_load("configs/lra/text.py:preset=smoke,model=samsa"))
+    counts = flops.count(_load("lra/text.py:preset=smoke,model=samsa"))
     assert f"{counts.params:,}" in out
     for comp in flops.COMPONENTS:
         assert comp in out

@@ -53,7 +53,7 @@ PARAM_COUNTS = {
 
 
 def _init(name):
-    config = config_lib.load(f"configs/lra/listops.py:preset=smoke,attn={name},k=8")
+    config = config_lib.load(f"lra/listops.py:preset=smoke,attn={name},k=8")
     task = tasks.get(config.task)
     replicated = jax.sharding.NamedSharding(train.make_mesh(), jax.sharding.PartitionSpec())
     return train.init_state(task, config, replicated)[1]

@@ -50,7 +50,7 @@ def test_the_gfsa_authors_flop_counter_reproduces_table_12():
     from attnbench.papers import exact
 
     got = {
-        spec: exact.gfsa_code_gflops(f"configs/vision/imagenet.py:model={spec}")
+        spec: exact.gfsa_code_gflops(f"vision/imagenet.py:model={spec}")
         for spec in (
             "deit_s",
             "deit_s,attn=gfsa",

@@ -28,28 +28,28 @@ def test_samsa_table1_holds_the_papers_numbers_and_sources():
     assert t.cell("Retrieval", "128 Soft").runnable  # ... but we can run it
     assert t.cell("Peptides-struct (MAE)", "128 Hard").paper == 0.2458
     assert t.cell("ModelNet40", "128 Hard").config == (
-        "configs/pointcloud/modelnet40.py:source=official,k=128,mode=hard"
+        "pointcloud/modelnet40.py:source=official,k=128,mode=hard"
     )
     # Full SA numbers the authors quoted from other papers are marked as quoted
     assert "MEGA" in t.cell("Text", "Full SA").quoted
     assert t.cell("ModelNet40", "Full SA").quoted is None  # run by the authors
-    assert t.cell("Image", "512 Hard").config == "configs/lra/image.py:model=samsa,k=512,mode=hard"
+    assert t.cell("Image", "512 Hard").config == "lra/image.py:model=samsa,k=512,mode=hard"
     assert t.higher_is_better["Peptides-struct (MAE)"] is False
     # LRA (5 tasks), LRGB Peptides (2, Graph-Bridge on the official files), ModelNet40 and
     # ShapeNetPart (the point Transformer on the official releases) x 7 columns
     assert sum(c.runnable for c in t.cells) == 9 * 7
     assert t.cell("Peptides-struct (MAE)", "Full SA").config == (
-        "configs/graphs/peptides.py:kind=struct,source=official,attn=softmax"
+        "graphs/peptides.py:kind=struct,source=official,attn=softmax"
     )
 
 
 @pytest.mark.parametrize(
     "change, message",
     [
-        (dict(config="configs/lra/nope.py:model=samsa"), "does not load"),
-        (dict(config="configs/lra/text.py:attn=nope"), "does not load"),
+        (dict(config="lra/nope.py:model=samsa"), "does not load"),
+        (dict(config="lra/text.py:attn=nope"), "does not load"),
         (dict(metric="test_best.f2"), "metric"),
-        (dict(config="configs/lra/text.py:preset=cpu"), "preset"),
+        (dict(config="lra/text.py:preset=cpu"), "preset"),
         (dict(row="Nope"), "row or column"),
         (dict(config=None, needs=None), "must say what it needs"),
     ],

@@ -104,7 +104,7 @@ def test_gpt2_tables():
         assert t2.cell("GPT2", column).paper == t11.cell("GPT2", column).paper
     assert t11.plot == "lines"
     # every cell fine-tunes GPT-2 with configs/language/gpt2.py (Avg: the mean of the three)
-    recipe = "configs/language/gpt2.py:source=official"
+    recipe = "language/gpt2.py:source=official"
     assert t2.cell("GPT2", "PTB").config == f"{recipe},dataset=ptb"
     assert (
         t2.cell("GPT2 + GFSA", "WikiText-103").config == f"{recipe},dataset=wikitext-103,attn=gfsa"
@@ -185,22 +185,22 @@ def test_graph_tables():
         tables.validate(t)
         assert all(c.runnable for c in t.cells)
     assert t4.cell("Graphormer + GFSA", "MAE").config == (
-        "configs/graphs/zinc.py:source=official,attn=gfsa"
+        "graphs/zinc.py:source=official,attn=gfsa"
     )
     assert t5.cell("Graphormer", "PCQM4M Train").metric == "train_last.mae"
     assert t5.cell("Graphormer + GFSA", "PCQM4Mv2 Validate").config == (
-        "configs/graphs/pcqm.py:source=official,version=v2,attn=gfsa"
+        "graphs/pcqm.py:source=official,version=v2,attn=gfsa"
     )
     params = t20.cell("Graphormer + GFSA", "#Params (M)")
     assert params.paper == 0.5 and params.exact == "attnbench.papers.exact:model_params_m"
-    assert params.exact_args == {"config": "configs/graphs/zinc.py:source=official,attn=gfsa"}
+    assert params.exact_args == {"config": "graphs/zinc.py:source=official,attn=gfsa"}
     t6 = tables.load("gfsa.table6")
     tables.validate(t6)
     runnable = {(c.row, c.column) for c in t6.cells if c.runnable}
     gps_columns = ("Peptides-func AP", "Peptides-struct MAE", "ZINC MAE")
     assert runnable == {(r, c) for r in ("GPS", "GPS + GFSA") for c in gps_columns}
     assert t6.cell("GPS + GFSA", "ZINC MAE").config == (
-        "configs/graphs/zinc.py:model=gps,source=official,attn=gfsa"
+        "graphs/zinc.py:model=gps,source=official,attn=gfsa"
     )
     assert all(c.runnable or re.fullmatch(TABLE6_NEEDS, c.needs) for c in t6.cells)
     assert t6.cell("GPS", "MNIST Acc").needs == (
@@ -266,7 +266,7 @@ def test_table12_sizes_are_computed_and_the_top1_cells_train_the_vision_recipes(
     for row in ("DeiT-S (12L)", "DeiT-S + GFSA (24L)", "Swin-S", "Swin-S + GFSA"):
         for column in ("#Params (M)", "FLOPs (G)"):
             cell = t.cell(row, column)
-            assert cell.exact and cell.exact_args["config"].startswith("configs/vision/imagenet")
+            assert cell.exact and cell.exact_args["config"].startswith("vision/imagenet")
     assert t.cell("DeiT-S + GFSA (12L)", "Top-1 Acc").config.endswith("model=deit_s,attn=gfsa")
     assert t.cell("DeiT-S (12L)", "#Params (M)").paper == 22.0
     for row in ("CaiT-S (24L)", "CaiT-S + GFSA (24L)"):
@@ -320,7 +320,7 @@ def test_imagenet_tables_train_table12s_recipes_and_name_what_else_they_need():
     for row, arg in (("DeiT-S", ""), ("DeiT-S + GFSA", ",attn=gfsa")):
         for column, metric in (("Top-1 Acc", "accuracy"), ("Top-5 Acc", "top5_accuracy")):
             cell = t16.cell(row, column)
-            assert cell.config == "configs/vision/imagenet.py:model=deit_s" + arg
+            assert cell.config == "vision/imagenet.py:model=deit_s" + arg
             assert cell.metric == f"test_best.{metric}"
     assert {c.row for c in t16.cells if c.runnable} == {"DeiT-S", "DeiT-S + GFSA"}
     assert "NeuTRENO method" in t16.cell("DeiT-S + NeuTRENO", "Top-1 Acc").needs

@@ -84,10 +84,10 @@ def test_gpt2_tables_and_the_avg_that_does_not_add_up():
     )
     t37 = tables.load("gfsa.table37")
     assert t37.cell("GPT2 + GFSA_even", "PTB").config == (
-        "configs/language/gpt2.py:source=official,dataset=ptb,attn=gfsa,even=1"
+        "language/gpt2.py:source=official,dataset=ptb,attn=gfsa,even=1"
     )
     assert t37.cell("GPT2 + GFSA", "WikiText-2").config == (
-        "configs/language/gpt2.py:source=official,dataset=wikitext-2,attn=gfsa"
+        "language/gpt2.py:source=official,dataset=wikitext-2,attn=gfsa"
     )
     assert t37.cell("GPT2", "Avg").mean_of == ("PTB", "WikiText-2", "WikiText-103")
     assert t37.cell("GPT2", "Avg").config is None
@@ -131,7 +131,7 @@ def test_imagenet_tables():
     }
     flops = t25.cell("DeiT-S (12L)", "FLOPs (G)")  # as Table 12's: the authors' counter
     assert flops.exact == "attnbench.papers.exact:gfsa_code_gflops"
-    assert flops.exact_args == {"config": "configs/vision/imagenet.py:model=deit_s"}
+    assert flops.exact_args == {"config": "vision/imagenet.py:model=deit_s"}
     assert "model=swin_s,attn=gfsa" in t25.cell("Swin-S + GFSA", "Runtime (s/epoch)").needs
     assert t25.cell("Swin-S", "Throughput (img/s)").needs.startswith("GPU timing")
     assert "model=cait_s24" in (
@@ -177,8 +177,8 @@ def test_table40_runnable_cells_are_the_right_models():
     }
     for row, (arg, mechanism) in expected.items():
         for task, path in (
-            ("ListOps", "configs/lra/listops.py"),
-            ("Image", "configs/lra/image.py"),
+            ("ListOps", "lra/listops.py"),
+            ("Image", "lra/image.py"),
         ):
             c = t.cell(row, f"{task} Accuracy")
             assert c.runnable and c.config.startswith(path + ":") and arg in c.config
@@ -186,7 +186,7 @@ def test_table40_runnable_cells_are_the_right_models():
             config = config_lib.load(c.config + ",preset=smoke")
             assert config.attention.name == mechanism
     assert t.cell("Efficient Attention + GFSA", "ListOps Accuracy").config == (
-        "configs/lra/listops.py:model=gfsa"
+        "lra/listops.py:model=gfsa"
     )
     for row in ("YOSO-E", "Efficient Attention"):
         assert not t.cell(row, "Image Accuracy").runnable

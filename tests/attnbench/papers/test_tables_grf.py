@@ -15,7 +15,7 @@ def test_grf_tables_validate_and_each_cell_trains_or_says_what_it_needs(key):
     tables.validate(t)
     for c in t.cells:
         assert c.runnable != bool(c.needs), c
-        assert c.config is None or c.config.startswith("configs/vision/")
+        assert c.config is None or c.config.startswith("vision/")
     assert all(c.scale == 1 and c.quoted is None for c in t.cells)  # fractions, run by the authors
 
 
@@ -28,10 +28,10 @@ def test_table1_vit_accuracies():
     assert t.cell("Toeplitz-masked linear", "iNaturalist2021").paper == 0.674
     assert t.cell("M_alpha(G)-masked linear", "ImageNet").paper == 0.741
     toeplitz = t.cell("Toeplitz-masked linear", "iNaturalist2021").config
-    assert toeplitz == "configs/vision/inaturalist.py:model=grf_vit,attn=toeplitz"
+    assert toeplitz == "vision/inaturalist.py:model=grf_vit,attn=toeplitz"
     assert all(c.runnable for c in t.cells)
     assert (
-        t.cell("GRF-masked linear", "ImageNet").config == "configs/vision/imagenet.py:model=grf_vit"
+        t.cell("GRF-masked linear", "ImageNet").config == "vision/imagenet.py:model=grf_vit"
     )
     assert t.cell("Unmasked linear", "Places365 (Small)").config.endswith("grf_vit,attn=linear")
     # the claimed gains over unmasked linear: +3.7%, +2.2%, +0.5%

@@ -24,19 +24,19 @@ def test_table2_lra_comparison():
     assert t.cell("soft-SAMSA", "Text").quoted is None
     # runnable: LRA base Transformer with softmax / performer / linformer, and both SAMSA rows
     assert t.cell("Linformer", "Image").config == (
-        "configs/lra/image.py:model=transformer,attn=linformer"
+        "lra/image.py:model=transformer,attn=linformer"
     )
-    assert t.cell("Transformer", "Text").config == "configs/lra/text.py:model=transformer"
+    assert t.cell("Transformer", "Text").config == "lra/text.py:model=transformer"
     assert (
         not t.cell("Reformer", "Text").runnable and "Reformer" in t.cell("Reformer", "Text").needs
     )
     assert not t.cell("S4", "Text").runnable
     # each SAMSA cell runs the Table 1 column its number comes from
     assert t.cell("hard-SAMSA", "Retrieval").config == (
-        "configs/lra/retrieval.py:model=samsa,k=256,mode=hard"
+        "lra/retrieval.py:model=samsa,k=256,mode=hard"
     )
     assert t.cell("soft-SAMSA", "Pathfinder").config == (
-        "configs/lra/pathfinder.py:model=samsa,k=128,mode=soft"
+        "lra/pathfinder.py:model=samsa,k=128,mode=soft"
     )
     assert "no soft Retrieval" in t.cell("soft-SAMSA", "Retrieval").note
     assert _runnable(t) == 5 * 5
@@ -65,11 +65,11 @@ def test_table3_peptides_with_stds():
     # the SAMSA rows: Graph-Bridge on LRGB's official files; GraphGPS + LapPE: GPS's recipe
     assert _runnable(t) == 6
     assert t.cell("GraphGPS + LapPE", "Peptides-func (AP)").config == (
-        "configs/graphs/peptides.py:kind=func,model=gps,source=official"
+        "graphs/peptides.py:kind=func,model=gps,source=official"
     )
     assert t.cell("GraphGPS + LapPE", "Peptides-struct (MAE)").quoted
     assert t.cell("24-layer hard-SAMSA", "Peptides-func (AP)").config == (
-        "configs/graphs/peptides.py:source=official,kind=func,k=256,mode=hard"
+        "graphs/peptides.py:source=official,kind=func,k=256,mode=hard"
     )
     assert all(c.runnable or "model (graphs domain), not implemented" in c.needs for c in t.cells)
 
@@ -107,7 +107,7 @@ def test_table6_point_clouds():
     assert t.cell("hard-SAMSA", "ModelNet40 OA").quoted is None
     assert "part-segmentation model" in t.cell("DGCNN", "ShapeNetPart i. IoU").needs
     assert t.cell("hard-SAMSA", "ModelNet40 OA").config == (
-        "configs/pointcloud/modelnet40.py:k=512,mode=hard,source=official"
+        "pointcloud/modelnet40.py:k=512,mode=hard,source=official"
     )
     assert t.cell("PointNet", "ModelNet40 mAcc").config.endswith("model=pointnet,source=official")
     assert "not implemented" in t.cell("KPConv", "ModelNet40 OA").needs

@@ -27,7 +27,7 @@ def test_table2_lra_accuracy():
     # Path-X prints FAIL: no number, a note, and still runnable where the mechanism exists
     fail = t.cell("Sliceformer", "Path-X")
     assert fail.paper is None and "FAIL" in fail.note
-    assert fail.config == "configs/lra/pathfinder.py:model=sliceformer,resolution=128"
+    assert fail.config == "lra/pathfinder.py:model=sliceformer,resolution=128"
     # the Sinkhorn average is inconsistent with its five scores (notes Sec. 6.6)
     assert t.cell("Sinkhorn Trans.", "Avg. Acc").paper == 51.29
     assert "51.48" in t.cell("Sinkhorn Trans.", "Avg. Acc").note
@@ -37,11 +37,11 @@ def test_table2_lra_accuracy():
     assert t.cell("Sinkformer", "ListOps").quoted is None
     assert t.cell("Sliceformer", "ListOps").quoted is None
     # rows -> configs
-    assert t.cell("Transformer", "Text").config == "configs/lra/text.py:model=transformer"
+    assert t.cell("Transformer", "Text").config == "lra/text.py:model=transformer"
     assert t.cell("Local Attention", "Image").config == (
-        "configs/lra/image.py:model=transformer,attn=local"
+        "lra/image.py:model=transformer,attn=local"
     )
-    assert t.cell("Sliceformer", "ListOps").config == "configs/lra/listops.py:model=sliceformer"
+    assert t.cell("Sliceformer", "ListOps").config == "lra/listops.py:model=sliceformer"
     assert (
         not t.cell("Reformer", "Text").runnable and "Reformer" in t.cell("Reformer", "Text").needs
     )
@@ -122,7 +122,7 @@ def test_table4_sorting_variants():
         "Shuffle": "sliceformer_shuffle_independent",  # what the authors' code ran
     }
     for row, mech in expected.items():
-        assert t.cell(row, "Image").config == f"configs/lra/image.py:model=sliceformer,attn={mech}"
+        assert t.cell(row, "Image").config == f"lra/image.py:model=sliceformer,attn={mech}"
     assert "shared" in t.cell("Shuffle", "Text").note
     assert t.cell("Descending", "ListOps").note is None
     assert not any(c.quoted for c in t.cells)
@@ -153,10 +153,10 @@ def test_table5_trains_the_vision_recipes_and_computes_the_sizes_and_table6_the_
     assert t5.cell("ViT", "Tiny-ImageNet").paper == 52.74
     assert t5.cell("Sliceformer", "CIFAR-10").paper == 82.16
     config = t5.cell("Sliceformer", "CIFAR-10").config
-    assert config == "configs/vision/cifar10.py:model=sliceformer"
+    assert config == "vision/cifar10.py:model=sliceformer"
     size = t5.cell("ViT", "Size CIFAR-100 (M)")
     assert size.paper == 9.65 and size.exact == "attnbench.papers.exact:model_params_m"
-    assert size.exact_args == {"config": "configs/vision/cifar100.py:model=vit"}
+    assert size.exact_args == {"config": "vision/cifar100.py:model=vit"}
     assert all(c.runnable for c in t5.cells)
     t6 = tables.load("sliceformer.table6")
     assert t6.cell("Sliceformer", "MAE").paper == 0.1308
@@ -164,7 +164,7 @@ def test_table5_trains_the_vision_recipes_and_computes_the_sizes_and_table6_the_
     assert t6.higher_is_better["MAE"] is False
     assert all(c.runnable for c in t6.cells)
     assert t6.cell("Sliceformer", "MAE").config == (
-        "configs/graphs/pcqm.py:source=official,version=v1,attn=sliceformer_graph"
+        "graphs/pcqm.py:source=official,version=v1,attn=sliceformer_graph"
     )
     size = t6.cell("Sliceformer", "Size")
     assert size.paper == 32.91 and size.exact == "attnbench.papers.exact:model_params_m"
