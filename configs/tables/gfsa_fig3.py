@@ -2,12 +2,11 @@
 on every layer and with GFSA on the even layers only (GFSA_even): top-1 accuracy and training
 time per epoch (bar chart with printed values).
 
-Numbers: the bar labels of the paper's Figure 3 (Sec. 6, checked against the paper text), as
-extracted in ../shared/papers/notes/gfsa.md Sec. 3; Table 39 (gfsa.table39) prints the same
-numbers and the same `config` / `needs`: the DeiT-S and DeiT-S + GFSA top-1 cells train the
+Numbers: the bar labels of GFSA (arXiv 2312.04234) Figure 3 (Sec. 6); Table 39 (gfsa.table39) prints
+the same numbers and the same `config` / `needs`: the DeiT-S and DeiT-S + GFSA top-1 cells train the
 12-layer DeiT-S recipe (configs/vision/imagenet.py:model=deit_s, with attn=gfsa); GFSA_even exists
-(the `gfsa` mechanism's `even_layers_only`) but the ImageNet recipe has no argument for it. List
-the cells:
+(the `gfsa` mechanism's `even_layers_only`) but the ImageNet recipe has no argument for it. List the
+cells:
 
     python -m scripts.reproduce gfsa.fig3 --list
 """
@@ -34,8 +33,8 @@ NOTES = (
     "Sec. 6 says GFSA_even 'cuts the per-epoch runtime increase by 26.90%' with 'only a 7.39% "
     "increase ... compared to the backbone': 26.90% = (814 - 595) / 814 is the cut in total "
     "runtime (the increase itself falls by 83%, from 263 to 44 s), and 7.39% = (595 - 551) / 595 "
-    "uses the wrong denominator, (595 - 551) / 551 = 7.99% (notes Sec. 6, item 17).",
-    "'Even-numbered layers' is not defined as 0- or 1-based (notes Sec. 6, item 8); the `gfsa` "
+    "uses the wrong denominator, (595 - 551) / 551 = 7.99% (our arithmetic).",
+    "'Even-numbered layers' is not defined as 0- or 1-based (Sec. 6, App. T); the `gfsa` "
     "mechanism's even_layers_only counts from 0.",
 )
 
@@ -45,7 +44,7 @@ def get_table() -> Table:
         key="gfsa.fig3",
         caption="Effectiveness of the selective layer strategy on ImageNet-1k (12-layer DeiT-S): "
         "top-1 accuracy (%) and runtime (s per epoch), GFSA on all layers vs even layers only.",
-        source="GFSA paper Figure 3; notes gfsa.md Sec. 3 (Figure 3)",
+        source="GFSA paper Figure 3; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(

@@ -1,10 +1,10 @@
 """GFSA's extra parameters: what GFSA adds to a Transformer, counted on our GFSA layer.
 
 The paper states the counts in its text, not in a table (Sec. 5.1, 5.2, 5.3): "144 additional
-learnable parameters for 12 layers with 12 heads" (GPT-2), "144 additional parameters"
-(RoBERTa-base on CoLA) and "less than 72 for 12-layer DeiT" (DeiT-S, 6 heads); the authors'
-DeiT-S log confirms 72 (22,050,736 vs 22,050,664; notes gfsa.md Sec. 1.5). Ours is the
-parameter count of our encoder with `gfsa` attention minus the same encoder with softmax,
+learnable parameters for 12 layers with 12 heads" (GPT-2), "144 additional parameters" (RoBERTa-base
+on CoLA) and "less than 72 for 12-layer DeiT" (DeiT-S, 6 heads); the authors' DeiT-S log confirms 72
+(22,050,736 vs 22,050,664; jeongwhanchoi/GFSA Image/logs/imnet1k_gfsa_deit_small_12/log.txt). Ours
+is the parameter count of our encoder with `gfsa` attention minus the same encoder with softmax,
 computed exactly (`attnbench.papers.exact.gfsa_extra_params`, shape-only, no training):
 
     python -m scripts.reproduce gfsa.params
@@ -62,7 +62,7 @@ def get_table() -> Table:
             "Extra parameters GFSA adds to a Transformer (one coefficient per head per layer), "
             "from the paper's text; ours counted on our GFSA layer."
         ),
-        source="GFSA paper Sec. 5.1-5.3 (text); notes gfsa.md Sec. 1.5",
+        source="GFSA paper Sec. 5.1-5.3 (text); arXiv 2312.04234",
         rows=tuple(MODELS),
         columns=(RELEASED, ALGORITHM_1),
         cells=tuple(cells),

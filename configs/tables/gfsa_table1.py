@@ -1,11 +1,10 @@
 """GFSA Table 1: GLUE dev results of BERT-base, ALBERT-base and RoBERTa-base, each vanilla, with
 ContraNorm and with GFSA (fine-tuned from the pretrained checkpoints).
 
-Numbers: the paper's Table 1 (checked against the paper text), as extracted in
-../shared/papers/notes/gfsa.md Sec. 3. Metrics: CoLA Matthews correlation, MRPC and QQP F1,
-STS-B Spearman, accuracy elsewhere, all in percent; Avg is the mean of the nine columns (MNLI-m and
-MNLI-mm counted separately). Nothing here is runnable yet (no GLUE task, no BERT / ALBERT /
-RoBERTa encoder); list the cells and what they need:
+Numbers: GFSA (arXiv 2312.04234) Table 1. Metrics: CoLA Matthews correlation, MRPC and QQP F1, STS-B
+Spearman, accuracy elsewhere, all in percent; Avg is the mean of the nine columns (MNLI-m and
+MNLI-mm counted separately). Nothing here is runnable yet (no GLUE task, no BERT / ALBERT / RoBERTa
+encoder); list the cells and what they need:
 
     python -m scripts.reproduce gfsa.table1 --list
 """
@@ -43,13 +42,14 @@ ROWS = {
 
 NOTES = (
     "#Params (descriptive, dropped): BERT-base 110M, ALBERT-base 11M, RoBERTa-base 125M for every "
-    "variant; GFSA adds one learnable w_K per head and layer (144 = 12 x 12 for BERT/RoBERTa; "
-    "12 for ALBERT, whose layers share parameters; notes Sec. 1.5).",
+    "variant; GFSA adds one learnable w_K per head and layer (144 = 12 x 12 for BERT/RoBERTa; 12 "
+    "for ALBERT, whose layers share parameters; Sec. 5.1 and the released jeongwhanchoi/GFSA "
+    "NLP/transformers/models/albert/modeling_albert.py).",
     "GLUE dev (validation) sets; 5 epochs, batch 32, AdamW lr 2e-5 linear decay, wd 0 (App. K.1).",
     "The GFSA rows take the best K (and, in the released code, w_0) per task on the dev set it "
     "reports: BERT-base + GFSA is the per-column maximum of Table 10 (gfsa.table10; CoLA K=4, "
     "SST-2 2, MRPC 2, QQP 8, STS-B 3, MNLI-m 7, MNLI-mm 4, QNLI 8, RTE 5/8). Baselines got no such "
-    "search (notes Sec. 6, item 10).",
+    "search (our reading of Sec. 5.1, App. K.1 and Table 10).",
     "ContraNorm was fine-tuned by the authors 'with the recommended hyperparameters in Guo et al.' "
     "(App. K.1), so its numbers are not quoted.",
     "The BERT-base and BERT-base + GFSA rows reappear as the first two rows of Table 9 "
@@ -71,7 +71,7 @@ def get_table() -> Table:
             "Results comparison on GLUE benchmark (dev sets; CoLA MCC, MRPC/QQP F1, STS-B "
             "Spearman, accuracy otherwise, %). Avg denotes the average performance."
         ),
-        source="GFSA paper Table 1; notes gfsa.md Sec. 3 (Table 1)",
+        source="GFSA paper Table 1; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(

@@ -1,13 +1,12 @@
 """GFSA Table 12: FLOPs, throughput and ImageNet-1k top-1 accuracy of DeiT-S (12 and 24 layers),
 CaiT-S and Swin-S, with and without GFSA.
 
-Numbers: the paper's Table 12 (App. M.2, checked against the paper text), as extracted in
-../shared/papers/notes/gfsa.md Sec. 3. A printed "81.1 (↑1.3)" is split into the Top-1 Acc and
-Top-1 gain columns. #Params and FLOPs are computed from the recipes' models; the Top-1 cells
-run the recipes (configs/vision/imagenet.py). The 12-layer DeiT-S
-throughputs name our counterpart (`_gfsa_timing.step_counterpart`: one LRA Text training step at
-1,024 tokens with softmax and with GFSA), which `python -m scripts.speed_tables --tables gfsa`
-measures and prints beside them; a different model, so compare the ratios. List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 12 (App. M.2). A printed "81.1 (↑1.3)" is split into the
+Top-1 Acc and Top-1 gain columns. #Params and FLOPs are computed from the recipes' models; the Top-1
+cells run the recipes (configs/vision/imagenet.py). The 12-layer DeiT-S throughputs name our
+counterpart (`_gfsa_timing.step_counterpart`: one LRA Text training step at 1,024 tokens with
+softmax and with GFSA), which `python -m scripts.speed_tables --tables gfsa` measures and prints
+beside them; a different model, so compare the ratios. List the cells:
 
     python -m scripts.reproduce gfsa.table12 --list
 """
@@ -48,9 +47,9 @@ QUOTED_TOP1 = {
 }
 
 NOTES = (
-    "Descriptive columns dropped: input size 224; #Layers in the row label (Swin-S is printed "
-    "with 24 layers here and in Table 25 but 12 in Tables 3 and 15; it has 24 blocks, notes "
-    "Sec. 6 item 19).",
+    "Descriptive columns dropped: input size 224; #Layers in the row label (Swin-S is printed with "
+    "24 layers here and in Table 25 but 12 in Tables 3 and 15; it has 24 blocks: depths 2, 2, 18, "
+    "2).",
     "#Params of every row are counted on the models configs/vision/imagenet.py builds "
     "(attnbench.papers.exact.model_params_m): exact (CaiT-S's 46,916,200 and 46,916,392 with GFSA "
     "are the released model and the authors' log).",
@@ -78,18 +77,18 @@ NOTES = (
 
 # Rows whose model a recipe builds: the #Params and FLOPs cells are computed from it exactly.
 CONFIG = {
-    "DeiT-S (12L)": "configs/vision/imagenet.py:model=deit_s",
-    "DeiT-S + GFSA (12L)": "configs/vision/imagenet.py:model=deit_s,attn=gfsa",
-    "DeiT-S (24L)": "configs/vision/imagenet.py:model=deit_s24",
-    "DeiT-S + GFSA (24L)": "configs/vision/imagenet.py:model=deit_s24,attn=gfsa",
-    "CaiT-S (24L)": "configs/vision/imagenet.py:model=cait_s24",
-    "CaiT-S + GFSA (24L)": "configs/vision/imagenet.py:model=cait_s24,attn=gfsa",
-    "Swin-S": "configs/vision/imagenet.py:model=swin_s",
-    "Swin-S + GFSA": "configs/vision/imagenet.py:model=swin_s,attn=gfsa",
+    "DeiT-S (12L)": "vision/imagenet.py:model=deit_s",
+    "DeiT-S + GFSA (12L)": "vision/imagenet.py:model=deit_s,attn=gfsa",
+    "DeiT-S (24L)": "vision/imagenet.py:model=deit_s24",
+    "DeiT-S + GFSA (24L)": "vision/imagenet.py:model=deit_s24,attn=gfsa",
+    "CaiT-S (24L)": "vision/imagenet.py:model=cait_s24",
+    "CaiT-S + GFSA (24L)": "vision/imagenet.py:model=cait_s24,attn=gfsa",
+    "Swin-S": "vision/imagenet.py:model=swin_s",
+    "Swin-S + GFSA": "vision/imagenet.py:model=swin_s,attn=gfsa",
 }
 EXACT = {
     "#Params (M)": "attnbench.papers.exact:model_params_m",
-    "FLOPs (G)": "attnbench.papers.exact:gfsa_code_gflops",  # the authors' counter (notes)
+    "FLOPs (G)": "attnbench.papers.exact:gfsa_code_gflops",  # the authors' counter (see NOTES)
 }
 
 
@@ -124,7 +123,7 @@ def get_table() -> Table:
         key="gfsa.table12",
         caption="Experimental evaluation of GFSA plugged into DeiT-S, CaiT-S, and Swin-S: FLOPs, "
         "throughput and ImageNet-1k top-1 accuracy (%).",
-        source="GFSA paper Table 12; notes gfsa.md Sec. 3 (Table 12)",
+        source="GFSA paper Table 12; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(

@@ -1,12 +1,11 @@
 """GFSA Table 15: GFSA against CNNs, CNN + Transformer hybrids and ViT variants on ImageNet-1k
 (top-1 %), the full version of Table 3.
 
-Numbers: the paper's Table 15 (App. M.4, checked against the paper text), as extracted in
-../shared/papers/notes/gfsa.md Sec. 3. A printed "81.1 (↑1.3)" is split into the Top-1 Acc and
-Top-1 gain columns. The rows of Table 3 are wired as there (`gfsa_table3`): the backbone and
-GFSA rows train configs/vision/imagenet.py (the same runs as Tables 3 and 12), the baseline
-methods on DeiT-S need those methods; the CNN, hybrid and other ViT rows need their models. List
-the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 15 (App. M.4). A printed "81.1 (↑1.3)" is split into the
+Top-1 Acc and Top-1 gain columns. The rows of Table 3 are wired as there (`gfsa_table3`): the
+backbone and GFSA rows train configs/vision/imagenet.py (the same runs as Tables 3 and 12), the
+baseline methods on DeiT-S need those methods; the CNN, hybrid and other ViT rows need their models.
+List the cells:
 
     python -m scripts.reproduce gfsa.table15 --list
 """
@@ -83,13 +82,13 @@ NOTES = (
     "#Params (e.g. ResNet-152 230M, ViT-S/16 49M, DeiT-S 22M / 43M, CaiT-S 47M, Swin-S 50M).",
     "Quoted: every row printed with a citation, except Swin-S, is marked quoted from the cited "
     "paper: the table compares GFSA with published numbers (caption 'Compared with "
-    "state-of-the-art models'; notes Sec. 5 and Sec. 6 item 11); see Table 3 (gfsa.table3) for "
-    "the DeiT-S / CaiT-S / ContraNorm reading and why Swin-S (82.9, not the Swin paper's 83.0) is "
+    "state-of-the-art models'; our reading of the citations); see Table 3 (gfsa.table3) for the "
+    "DeiT-S / CaiT-S / ContraNorm reading and why Swin-S (82.9, not the Swin paper's 83.0) is "
     "taken as the authors' run. Swin-S is printed with 12 layers here; it has 24 blocks.",
     "The text says GFSA's improvement surpasses LayerScale (0.7%), LateInsertion (0.6%) and HAT "
     "(1.38%): HAT's is relative, (80.9 - 79.8) / 79.8, but LayerScale's 0.7 is in points, and "
     "LateInsertion's 80.5 is also +0.7 points. On 24 layers, LayerScale (82.4) and DiversePatch "
-    "(82.2) beat DeiT-S + GFSA (81.5) (notes Sec. 6, item 25).",
+    "(82.2) beat DeiT-S + GFSA (81.5) (Table 15 vs the text of App. M.4).",
     "Top-1 gain is printed in points over the GFSA row's own backbone; it is derived from two "
     "runs, which scripts.tables does not compute. The rows of Table 3 (gfsa.table3) are all "
     "here, with the same recipes (see Table 3's notes for K and the schedules).",
@@ -129,7 +128,7 @@ def get_table() -> Table:
         key="gfsa.table15",
         caption="Compared with state-of-the-art models on ImageNet-1k (top-1 %). The number in "
         "(↑) indicates the performance improvement over the base model.",
-        source="GFSA paper Table 15; notes gfsa.md Sec. 3 (Table 15)",
+        source="GFSA paper Table 15; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(

@@ -1,11 +1,10 @@
 """GFSA Table 16: DeiT-S + GFSA against Fourier-based and anti-oversmoothing models of similar
 size on ImageNet-1k (12-layer setup; top-1 and top-5 %).
 
-Numbers: the paper's Table 16 (App. M.5, checked against the paper text), as extracted in
-../shared/papers/notes/gfsa.md Sec. 3. The DeiT-S and DeiT-S + GFSA rows train the 12-layer
-DeiT-S recipe (configs/vision/imagenet.py:model=deit_s, with attn=gfsa: the runs of Tables 3 and
-12), which reports top-1 and top-5; the Fourier-based models and NeuTRENO are not built. List the
-cells:
+Numbers: GFSA (arXiv 2312.04234) Table 16 (App. M.5). The DeiT-S and DeiT-S + GFSA rows train the
+12-layer DeiT-S recipe (configs/vision/imagenet.py:model=deit_s, with attn=gfsa: the runs of Tables
+3 and 12), which reports top-1 and top-5; the Fourier-based models and NeuTRENO are not built. List
+the cells:
 
     python -m scripts.reproduce gfsa.table16 --list
 """
@@ -31,10 +30,10 @@ ROWS = {
 NOTES = (
     "Descriptive columns dropped: input size 224, 12 layers for every row; #Params DeiT-S 22M, "
     "FNet-XS 20M, GFNet-XS 16M, SpectFormer-XS 20M, SVT-XS 20M, DeiT-S + NeuTRENO 20M (sic: a "
-    "DeiT-S has 22M; notes Sec. 6 item 19), DeiT-S + GFSA 22M.",
-    "Quoted: every row but GFSA's is copied from the literature (notes Sec. 5); the DeiT-S row "
-    "carries no citation here but is DeiT's own 79.8 (notes Sec. 6, item 11). FNet-XS has no "
-    "top-5 ('-'); that cell is left out.",
+    "DeiT-S has 22M, Table 3), DeiT-S + GFSA 22M.",
+    "Quoted: every row but GFSA's is copied from the literature (our reading of the citations); "
+    "the DeiT-S row carries no citation here but is DeiT's own 79.8 (Table 3 cites DeiT for it). "
+    "FNet-XS has no top-5 ('-'); that cell is left out.",
     "Our DeiT-S rows: GFSA with K = 3 (the recipe's, Table 13's best); the top-5 cells read the "
     "same runs' top5_accuracy.",
 )
@@ -42,8 +41,8 @@ NOTES = (
 
 # The rows a recipe runs (12 layers: Table 3 / 12's DeiT-S (12L) and DeiT-S + GFSA (12L)).
 CONFIG = {
-    "DeiT-S": "configs/vision/imagenet.py:model=deit_s",
-    "DeiT-S + GFSA": "configs/vision/imagenet.py:model=deit_s,attn=gfsa",
+    "DeiT-S": "vision/imagenet.py:model=deit_s",
+    "DeiT-S + GFSA": "vision/imagenet.py:model=deit_s,attn=gfsa",
 }
 MODEL_NEEDS = {
     "FNet-XS": "an FNet-XS model (Fourier token mixing; vision domain), not built yet",
@@ -60,7 +59,7 @@ def get_table() -> Table:
         key="gfsa.table16",
         caption="Compared with state-of-the-art models on ImageNet-1k, 12-layer setup (top-1 and "
         "top-5 %).",
-        source="GFSA paper Table 16; notes gfsa.md Sec. 3 (Table 16)",
+        source="GFSA paper Table 16; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(

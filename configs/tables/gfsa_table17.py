@@ -1,11 +1,10 @@
 """GFSA Table 17: ImageNet-1k top-1 accuracy of DeiT-T and DeiT-S at 12, 16 and 24 layers in the
 ContraNorm setting (Guo et al.'s recipe), vanilla, with ContraNorm and with GFSA.
 
-Numbers: the paper's Table 17 (App. M.6, checked against the paper text), as extracted in
-../shared/papers/notes/gfsa.md Sec. 3. Nothing here is runnable yet: the ContraNorm setting is
-not our DeiT-S recipe (configs/vision/imagenet.py runs the DeiT recipe, whose 12-layer DeiT-S is
-Table 3's 79.8, not this table's 77.32), and DeiT-T, the 16-layer DeiT-S and ContraNorm are not
-built (`needs`). List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 17 (App. M.6). Nothing here is runnable yet: the ContraNorm
+setting is not our DeiT-S recipe (configs/vision/imagenet.py runs the DeiT recipe, whose 12-layer
+DeiT-S is Table 3's 79.8, not this table's 77.32), and DeiT-T, the 16-layer DeiT-S and ContraNorm
+are not built (`needs`). List the cells:
 
     python -m scripts.reproduce gfsa.table17 --list
 """
@@ -27,9 +26,9 @@ ROWS = {
 }
 
 CELL_NOTES = {
-    ("DeiT-S + GFSA", "16 layers"): "The text says this is a 3.23% improvement (and, garbled, "
-    "that GFSA 'increase[s] the performance by 80.83%'); (80.83 - 78.25) / 78.25 = 3.30% (notes "
-    "Sec. 6, item 17).",
+    ("DeiT-S + GFSA", "16 layers"): "The text says this is a 3.23% improvement (and, garbled, that "
+    "GFSA 'increase[s] the performance by 80.83%'); (80.83 - 78.25) / 78.25 = 3.30% (our "
+    "arithmetic).",
     ("DeiT-T", "24 layers"): "76.76 is also the vanilla 24-layer DeiT the ContraNorm README "
     "(github.com/PKU-ML/ContraNorm) reports on ImageNet-100; whether this row is Guo et al.'s "
     "number is not established, so it is not marked quoted.",
@@ -40,14 +39,14 @@ NOTES = (
     "batch 1024, 224 x 224, 4 x RTX A6000; ContraNorm trained by the authors 'with their "
     "recommended hyperparameters' (so not quoted).",
     "The baselines are far from the usual DeiT numbers (DeiT-T 12 layers 76.52 vs DeiT's 72.2; "
-    "DeiT-S 12 layers 77.32 vs Table 3's 79.8): the recipe is underspecified (notes Sec. 6, item "
-    "24).",
+    "DeiT-S 12 layers 77.32 vs Table 3's 79.8): the recipe is underspecified (App. M.6 gives no "
+    "learning rate, weight decay, warm-up or augmentation).",
     "The GFSA rows are the per-column maxima of Table 18 (gfsa.table18), K chosen on the reported "
     "val set. Text checks: DeiT-T 12 layers +1.52% and DeiT-T 16 layers +4.88% match the numbers.",
 )
 
 
-# What every cell of Tables 17 and 18 lacks: the recipe (notes Sec. 2.3 and Sec. 6, item 24).
+# What every cell of Tables 17 and 18 lacks: the recipe (App. M.6).
 RECIPE_NEEDS = (
     "the ContraNorm paper's DeiT training recipe (App. M.6: AdamW, cosine, 300 epochs, batch "
     "1024; lr, weight decay, warm-up and augmentations unstated; its 12-layer DeiT-S gets 77.32, "
@@ -73,7 +72,7 @@ def get_table() -> Table:
         key="gfsa.table17",
         caption="ImageNet-1k top-1 accuracy (%) in the ContraNorm setting, DeiT-T and DeiT-S at "
         "12, 16 and 24 layers.",
-        source="GFSA paper Table 17; notes gfsa.md Sec. 3 (Table 17)",
+        source="GFSA paper Table 17; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(

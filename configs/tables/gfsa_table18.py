@@ -1,9 +1,8 @@
 """GFSA Table 18: DeiT-T + GFSA and DeiT-S + GFSA for K = 2..5 at 12, 16 and 24 layers in the
 ContraNorm setting (ImageNet-1k top-1 %).
 
-Numbers: the paper's Table 18 (App. M.6, checked against the paper text), as extracted in
-../shared/papers/notes/gfsa.md Sec. 3. Nothing here is runnable yet: the cells need the
-ContraNorm setting's recipe, and DeiT-T or a 16-layer DeiT-S, as Table 17 (gfsa.table17, whose
+Numbers: GFSA (arXiv 2312.04234) Table 18 (App. M.6). Nothing here is runnable yet: the cells need
+the ContraNorm setting's recipe, and DeiT-T or a 16-layer DeiT-S, as Table 17 (gfsa.table17, whose
 `needs` they share). List the cells:
 
     python -m scripts.reproduce gfsa.table18 --list
@@ -31,7 +30,7 @@ NOTES = (
     "Setting as in Table 17 (gfsa.table17): Guo et al.'s recipe, 300 epochs, batch 1024. DeiT-S "
     "was not run at K = 5.",
     "Table 17's GFSA rows are the per-column maxima of this table (K chosen on the reported val "
-    "set; notes Sec. 6, item 10).",
+    "set; our reading of App. M.6).",
 )
 
 
@@ -40,7 +39,7 @@ def get_table() -> Table:
         key="gfsa.table18",
         caption="Varying K for DeiT-T + GFSA and DeiT-S + GFSA in the ContraNorm setting "
         "(ImageNet-1k top-1 %).",
-        source="GFSA paper Table 18; notes gfsa.md Sec. 3 (Table 18)",
+        source="GFSA paper Table 18; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(

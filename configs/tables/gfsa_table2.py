@@ -1,12 +1,11 @@
 """GFSA Table 2: perplexity of pretrained GPT-2 small fine-tuned on PTB, WikiText-2 and
 WikiText-103, vanilla and with GFSA.
 
-Numbers: the paper's Table 2 (checked against the paper text), as extracted in
-../shared/papers/notes/gfsa.md Sec. 3. Avg is the mean of the three perplexities. Every cell
-fine-tunes the pretrained GPT-2 small with configs/language/gpt2.py on the official data
-(`config`: GFSA with the paper's K per dataset, 7 / 9 / 3), with the Hugging Face `gpt2`
-checkpoint in the `gpt2` folder of the data root (the recipe's `checkpoint=auto`); the #Params
-cells are counted exactly on the recipe's model. List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 2. Avg is the mean of the three perplexities. Every cell
+fine-tunes the pretrained GPT-2 small with configs/language/gpt2.py on the official data (`config`:
+GFSA with the paper's K per dataset, 7 / 9 / 3), with the Hugging Face `gpt2` checkpoint in the
+`gpt2` folder of the data root (the recipe's `checkpoint=auto`); the #Params cells are counted
+exactly on the recipe's model. List the cells:
 
     python -m scripts.reproduce gfsa.table2 --list
 """
@@ -17,8 +16,9 @@ from attnbench.papers.tables import Cell, Table, grid
 
 COLUMNS = ("PTB", "WikiText-2", "WikiText-103", "Avg")
 DATASETS = {"PTB": "ptb", "WikiText-2": "wikitext-2", "WikiText-103": "wikitext-103"}
-RECIPE = "configs/language/gpt2.py:source=official"
-# GFSA's K per dataset in the authors' scripts, the recipe's default (notes gfsa.md Sec. 1.5)
+RECIPE = "language/gpt2.py:source=official"
+# GFSA's K per dataset in the authors' scripts (jeongwhanchoi/GFSA NLP/script_CLM/run_*.sh), the
+# recipe's default
 PAPER_K = {"PTB": 7, "WikiText-2": 9, "WikiText-103": 3}
 
 
@@ -73,11 +73,11 @@ NOTES = (
     "model_params_m): 124.44M / 124.44M + 144.",
     "Pretrained GPT-2 small fine-tuned 15 (PTB) / 10 (WikiText-2) / 4 (WikiText-103) epochs, batch "
     "4, lr 5e-5 linear decay, AdamW, dropout 0.1 (App. L.1); the released code computes perplexity "
-    "on the validation split after the last epoch (notes Sec. 2.2 and Sec. 6, item 23).",
+    "on the validation split after the last epoch (jeongwhanchoi/GFSA NLP/run_clm_no_trainer.py).",
     "The GFSA row takes the best K per dataset on the reported split (Table 11, gfsa.table11): "
     "PTB K = 7/8/9 (tied at 19.450), WikiText-2 K = 9, WikiText-103 K = 3/4 (tied at 15.919).",
-    "The text's PTB improvement of 0.31% (Fig. 1, Sec. 1) does not match these numbers: "
-    "(19.513 - 19.450) / 19.513 = 0.32% (notes Sec. 6, item 17).",
+    "The text's PTB improvement of 0.31% (Fig. 1, Sec. 1) does not match these numbers: (19.513 - "
+    "19.450) / 19.513 = 0.32% (our arithmetic).",
 )
 
 
@@ -88,7 +88,7 @@ def get_table() -> Table:
             "Results comparison on GPT-2 finetuned with GFSA (perplexity). Avg denotes the "
             "average performance."
         ),
-        source="GFSA paper Table 2; notes gfsa.md Sec. 3 (Table 2)",
+        source="GFSA paper Table 2; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=(*COLUMNS, "#Params (M)"),
         cells=grid(

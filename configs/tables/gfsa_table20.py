@@ -1,10 +1,9 @@
 """GFSA Table 20: ZINC test MAE of Graphormer-SLIM, vanilla and with GFSA, mean +/- std over 4
 seeds (Table 4 with its standard deviations), and the parameter counts.
 
-Numbers: the paper's Table 20 (App. O.2, checked against the paper text), as extracted in
-../shared/papers/notes/gfsa.md Sec. 3. The MAE cells train Graphormer-SLIM on the official ZINC-12k
-files (the recipes of gfsa.table4); #Params is counted exactly on the recipes' models; list the
-cells:
+Numbers: GFSA (arXiv 2312.04234) Table 20 (App. O.2). The MAE cells train Graphormer-SLIM on the
+official ZINC-12k files (the recipes of gfsa.table4); #Params is counted exactly on the recipes'
+models; list the cells:
 
     python -m scripts.reproduce gfsa.table20 --list
 """
@@ -34,7 +33,7 @@ def get_table() -> Table:
         key="gfsa.table20",
         caption="Experimental results and number of parameters on ZINC (MAE, lower is better; "
         "mean +/- std over 4 seeds).",
-        source="GFSA paper Table 20; notes gfsa.md Sec. 3 (Table 20)",
+        source="GFSA paper Table 20; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(

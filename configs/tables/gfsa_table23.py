@@ -1,11 +1,10 @@
 """GFSA Table 23: training time (seconds per epoch) of BERT, ALBERT and RoBERTa (base), with and
 without GFSA, fine-tuned on the GLUE tasks.
 
-Numbers: the paper's Table 23 (App. R), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's GLUE fine-tuning: nothing here is runnable yet (no GLUE
-task, no BERT / ALBERT / RoBERTa encoder). `python -m scripts.speed_tables --tables gfsa`
-measures GFSA's overhead over softmax attention on synthetic tensors, a related but different
-quantity. List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 23 (App. R). These are GPU timings of the paper's GLUE
+fine-tuning: nothing here is runnable yet (no GLUE task, no BERT / ALBERT / RoBERTa encoder).
+`python -m scripts.speed_tables --tables gfsa` measures GFSA's overhead over softmax attention on
+synthetic tensors, a related but different quantity. List the cells:
 
     python -m scripts.reproduce gfsa.table23 --list
 """
@@ -40,7 +39,7 @@ def get_table() -> Table:
         key="gfsa.table23",
         caption="Training time (seconds per epoch) on GLUE tasks. Avg is the average training "
         "time across all tasks.",
-        source="GFSA paper Table 23; notes gfsa.md Sec. 3 (Table 23)",
+        source="GFSA paper Table 23; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -56,8 +55,9 @@ def get_table() -> Table:
             "column, dropped.",
             "MNLI-m/mm is a single time column (one MNLI training epoch). Avg is the mean of the "
             "8 time columns, rounded to whole seconds (e.g. BERT 540.6 -> 541).",
-            "Setting (notes Sec. 2.1): HuggingFace fine-tuning, 5 epochs, batch 32, max length "
-            "128, one RTX A5000 24GB; GFSA's K is chosen per task. Single measurements.",
+            "Setting (App. K.1; jeongwhanchoi/GFSA NLP/script_NLU/): HuggingFace fine-tuning, 5 "
+            "epochs, batch 32, max length 128, one RTX A5000 24GB; GFSA's K is chosen per task. "
+            "Single measurements.",
             "Sec. 6's 'less than 36 seconds per epoch' overhead is BERT's Avg, 577 - 541. The "
             "BERT-BASE and BERT-BASE + GFSA rows reappear in Table 36.",
         ),

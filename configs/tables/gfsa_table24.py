@@ -1,12 +1,12 @@
 """GFSA Table 24: training time (seconds per epoch) of GPT-2, with and without GFSA, fine-tuned
 for causal language modelling on PTB, WikiText-2 and WikiText-103.
 
-Numbers: the paper's Table 24 (App. R), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's GPT-2 fine-tuning (configs/language/gpt2.py, gfsa.table2's
-runs): not runnable here, they need the paper's GPU. The PTB cells name our counterpart
-(`_gfsa_timing.step_counterpart`: one LRA Text training step at 1,024 tokens, the length of
-GPT-2's blocks, with softmax and with GFSA), which `python -m scripts.speed_tables --tables
-gfsa` measures and prints beside them; a different model, so compare the ratios. List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 24 (App. R). These are GPU timings of the paper's GPT-2
+fine-tuning (configs/language/gpt2.py, gfsa.table2's runs): not runnable here, they need the paper's
+GPU. The PTB cells name our counterpart (`_gfsa_timing.step_counterpart`: one LRA Text training step
+at 1,024 tokens, the length of GPT-2's blocks, with softmax and with GFSA), which `python -m
+scripts.speed_tables --tables gfsa` measures and prints beside them; a different model, so compare
+the ratios. List the cells:
 
     python -m scripts.reproduce gfsa.table24 --list
 """
@@ -38,7 +38,7 @@ def get_table() -> Table:
     return Table(
         key="gfsa.table24",
         caption="Training time (seconds per epoch) on causal language modeling tasks.",
-        source="GFSA paper Table 24; notes gfsa.md Sec. 3 (Table 24)",
+        source="GFSA paper Table 24; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -53,9 +53,10 @@ def get_table() -> Table:
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "#Params (117M for both rows) is a descriptive column, dropped.",
-            "Setting (notes Sec. 2.2): pretrained GPT-2 small fine-tuned on 1,024-token blocks, "
-            "batch 4, one RTX 3090; K = 7 / 9 / 3 for PTB / WikiText-2 / WikiText-103 in the "
-            "released scripts. Single measurements.",
+            "Setting (App. L.1; jeongwhanchoi/GFSA NLP/run_clm_no_trainer.py and NLP/script_CLM/): "
+            "pretrained GPT-2 small fine-tuned on 1,024-token blocks, batch 4, one RTX 3090; K = 7 "
+            "/ 9 / 3 for PTB / WikiText-2 / WikiText-103 in the released scripts. Single "
+            "measurements.",
             "The released code forms A^2 explicitly (O(n^3) per head), consistent with the +80% "
             "at n = 1024; our `gfsa` mechanism applies the filter to V (O(n^2 d)).",
             "Both rows reappear in Table 38.",

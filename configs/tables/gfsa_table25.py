@@ -1,13 +1,13 @@
 """GFSA Table 25: FLOPs, throughput and training time (seconds per epoch) on ImageNet-1k of
 DeiT-S (12 and 24 layers), CaiT-S and Swin-S, with and without GFSA.
 
-Numbers: the paper's Table 25 (App. R), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-The FLOPs cells are computed exactly, as Table 12's (the authors' counter applied to the models
-configs/vision/imagenet.py builds: attnbench.papers.exact.gfsa_code_gflops); the throughputs and
-runtimes are GPU timings of the paper's setting. The 12-layer DeiT-S runtimes name our
-counterpart (`step_counterpart`): one training step of the LRA Text encoder at 1,024 tokens with
-softmax and with GFSA, which `python -m scripts.speed_tables --tables gfsa` measures and prints
-beside them (a different model, so compare the ratios). List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 25 (App. R). The FLOPs cells are computed exactly, as Table
+12's (the authors' counter applied to the models configs/vision/imagenet.py builds:
+attnbench.papers.exact.gfsa_code_gflops); the throughputs and runtimes are GPU timings of the
+paper's setting. The 12-layer DeiT-S runtimes name our counterpart (`step_counterpart`): one
+training step of the LRA Text encoder at 1,024 tokens with softmax and with GFSA, which `python -m
+scripts.speed_tables --tables gfsa` measures and prints beside them (a different model, so compare
+the ratios). List the cells:
 
     python -m scripts.reproduce gfsa.table25 --list
 """
@@ -62,7 +62,7 @@ def get_table() -> Table:
     return Table(
         key="gfsa.table25",
         caption="Training time (seconds per epoch) on ImageNet-1k, with FLOPs and throughput.",
-        source="GFSA paper Table 25; notes gfsa.md Sec. 3 (Table 25)",
+        source="GFSA paper Table 25; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -89,12 +89,12 @@ def get_table() -> Table:
             "46.9M -> 47.0M with GFSA, Swin-S 49.6M) is a descriptive column, dropped.",
             "The FLOPs and throughput columns repeat Table 12; the FLOPs are computed as there "
             "(the authors' counter, which never counts the GFSA filter; see gfsa.table12's notes "
-            "for our own count). Swin-S is listed with 24 layers "
-            "here and in Table 12 but 12 in Tables 3 and 15 (Swin-S has 24 blocks; notes "
-            "Sec. 6.19).",
-            "Setting (notes Sec. 2.3): timm DeiT/CaiT/Swin recipes, RTX 3090 24GB (the GPU count "
-            "is not stated; the code README says 4). GFSA K: DeiT-S 12L 3 in the paper (the "
-            "released code hard-codes 4), CaiT-S 4, Swin-S 3 (code). Single measurements.",
+            "for our own count). Swin-S is listed with 24 layers here and in Table 12 but 12 in "
+            "Tables 3 and 15 (Swin-S has 24 blocks: depths 2, 2, 18, 2).",
+            "Setting (App. M.1): timm DeiT/CaiT/Swin recipes, RTX 3090 24GB (the GPU count is not "
+            "stated; the code README, jeongwhanchoi/GFSA Image/README.md, says 4). GFSA K: DeiT-S "
+            "12L 3 in the paper (the released code hard-codes 4), CaiT-S 4, Swin-S 3 (code). "
+            "Single measurements.",
             "The 12-layer DeiT-S runtimes (551 / 814 s) reappear in Table 39 and Figure 3.",
         ),
     )

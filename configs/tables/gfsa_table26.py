@@ -1,13 +1,12 @@
 """GFSA Table 26: training time (seconds per epoch) of Graphormer, with and without GFSA, on ZINC,
 PCQM4M and PCQM4Mv2.
 
-Numbers: the paper's Table 26 (App. R), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's Graphormer runs: not runnable here, they need the runs of
-Tables 4 and 5 (configs/graphs/zinc.py and pcqm.py on the official files) timed on the paper's
-GPU. The PCQM4M cells name our counterpart (`_gfsa_timing.step_counterpart`: one LRA Text
-training step at 1,024 tokens with softmax and with GFSA), which
-`python -m scripts.speed_tables --tables gfsa` measures and prints beside them; a different
-model, so compare the ratios. List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 26 (App. R). These are GPU timings of the paper's Graphormer
+runs: not runnable here, they need the runs of Tables 4 and 5 (configs/graphs/zinc.py and pcqm.py on
+the official files) timed on the paper's GPU. The PCQM4M cells name our counterpart
+(`_gfsa_timing.step_counterpart`: one LRA Text training step at 1,024 tokens with softmax and with
+GFSA), which `python -m scripts.speed_tables --tables gfsa` measures and prints beside them; a
+different model, so compare the ratios. List the cells:
 
     python -m scripts.reproduce gfsa.table26 --list
 """
@@ -27,9 +26,9 @@ ROWS = {  # seconds per epoch in COLUMNS order
 
 # column -> the Graphormer recipe of Tables 4 and 5 (attn=softmax for Graphormer, gfsa for GFSA)
 RECIPE = {
-    "ZINC": "configs/graphs/zinc.py:source=official",
-    "PCQM4M": "configs/graphs/pcqm.py:source=official,version=v1",
-    "PCQM4Mv2": "configs/graphs/pcqm.py:source=official,version=v2",
+    "ZINC": "graphs/zinc.py:source=official",
+    "PCQM4M": "graphs/pcqm.py:source=official,version=v1",
+    "PCQM4Mv2": "graphs/pcqm.py:source=official,version=v2",
 }
 
 
@@ -45,7 +44,7 @@ def get_table() -> Table:
     return Table(
         key="gfsa.table26",
         caption="Training time (seconds per epoch) on graph-level tasks.",
-        source="GFSA paper Table 26; notes gfsa.md Sec. 3 (Table 26)",
+        source="GFSA paper Table 26; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -58,7 +57,7 @@ def get_table() -> Table:
         ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
-            "Setting (notes Sec. 2.4): Graphormer-SLIM (500K parameters, batch 256) on ZINC and "
+            "Setting (App. O.1): Graphormer-SLIM (500K parameters, batch 256) on ZINC and "
             "Graphormer base (48.3M, batch 1024) on PCQM4M/PCQM4Mv2, one RTX 3090 24GB. Single "
             "measurements.",
         ),

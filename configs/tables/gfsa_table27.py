@@ -1,9 +1,8 @@
 """GFSA Table 27: training time (seconds per epoch) of the SpeechBrain Transformer and
 Branchformer ASR models, with and without GFSA, on LibriSpeech 100h and 960h.
 
-Numbers: the paper's Table 27 (App. R), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's ASR runs: nothing here is runnable yet (no speech domain).
-List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 27 (App. R). These are GPU timings of the paper's ASR runs:
+nothing here is runnable yet (no speech domain). List the cells:
 
     python -m scripts.reproduce gfsa.table27 --list
 """
@@ -34,7 +33,7 @@ def get_table() -> Table:
     return Table(
         key="gfsa.table27",
         caption="Training time (seconds per epoch) on LibriSpeech datasets.",
-        source="GFSA paper Table 27; notes gfsa.md Sec. 3 (Table 27)",
+        source="GFSA paper Table 27; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -46,8 +45,8 @@ def get_table() -> Table:
         ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
-            "Setting (notes Sec. 2.5, Table 19): SpeechBrain recipes, Transformer (71.5M, 100 "
-            "epochs, K = 2) and Branchformer (109.8M, 120 epochs, K = 3), one RTX A6000 48GB. "
-            "Single measurements.",
+            "Setting (App. N.1, Table 19): SpeechBrain recipes, Transformer (71.5M, 100 epochs, K "
+            "= 2) and Branchformer (109.8M, 120 epochs, K = 3), one RTX A6000 48GB. Single "
+            "measurements.",
         ),
     )

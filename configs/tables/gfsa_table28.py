@@ -1,9 +1,8 @@
 """GFSA Table 28: training time (seconds per epoch) on Devign code defect prediction of
 RoBERTa, CodeBERT, PLBART and CodeT5-small/base, with and without GFSA.
 
-Numbers: the paper's Table 28 (App. R), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's fine-tuning: nothing here is runnable yet (no code domain).
-List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 28 (App. R). These are GPU timings of the paper's
+fine-tuning: nothing here is runnable yet (no code domain). List the cells:
 
     python -m scripts.reproduce gfsa.table28 --list
 """
@@ -29,8 +28,8 @@ ROWS = {
 }
 
 NOTES = {
-    "RoBERTa + GFSA": "Faster than RoBERTa without GFSA (537.79 < 543.96 s): timing noise of "
-    "a single measurement (notes Sec. 6.22).",
+    "RoBERTa + GFSA": "Faster than RoBERTa without GFSA (537.79 < 543.96 s): timing noise of a "
+    "single measurement (our reading).",
 }
 
 
@@ -45,7 +44,7 @@ def get_table() -> Table:
     return Table(
         key="gfsa.table28",
         caption="Training time (seconds per epoch) on the code defect prediction task.",
-        source="GFSA paper Table 28; notes gfsa.md Sec. 3 (Table 28)",
+        source="GFSA paper Table 28; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=(COLUMN,),
         cells=grid(
@@ -58,9 +57,9 @@ def get_table() -> Table:
         ),
         higher_is_better={COLUMN: False},
         notes=(
-            "Setting (notes Sec. 2.6): CodeT5 codebase, pretrained models fine-tuned on Devign, "
-            "source length 512, batch 16 (32 in the released code), one RTX A6000 48GB. "
-            "'PLBART' may be facebook/bart-base in the released scripts (notes Sec. 6.14). "
+            "Setting (App. P.1): CodeT5 codebase, pretrained models fine-tuned on Devign, source "
+            "length 512, batch 16 (32 in the released code), one RTX A6000 48GB. 'PLBART' may be "
+            "facebook/bart-base in the released scripts (jeongwhanchoi/GFSA Code/run_exp.py). "
             "Single measurements.",
         ),
     )

@@ -1,9 +1,9 @@
 """GFSA Table 29: inference time (seconds) of BERT, ALBERT and RoBERTa (base), with and without
 GFSA, on the GLUE tasks.
 
-Numbers: the paper's Table 29 (App. S), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's GLUE evaluation: nothing here is runnable yet (no GLUE
-task, no BERT / ALBERT / RoBERTa encoder). List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 29 (App. S). These are GPU timings of the paper's GLUE
+evaluation: nothing here is runnable yet (no GLUE task, no BERT / ALBERT / RoBERTa encoder). List
+the cells:
 
     python -m scripts.reproduce gfsa.table29 --list
 """
@@ -40,7 +40,7 @@ def get_table() -> Table:
     return Table(
         key="gfsa.table29",
         caption="Inference time (seconds) on GLUE tasks. Avg is the average over all tasks.",
-        source="GFSA paper Table 29; notes gfsa.md Sec. 3 (Table 29)",
+        source="GFSA paper Table 29; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -54,10 +54,10 @@ def get_table() -> Table:
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "The printed caption says 'Avg denotes the average training time across all tasks', "
-            "copied from Table 23; these are inference times (notes Sec. 6.21).",
+            "copied from Table 23; these are inference times (App. S).",
             "#Params (BERT 110M, ALBERT 11M, RoBERTa 125M) is a descriptive column, dropped. "
             "MNLI-m/mm is a single time column.",
-            "Setting (notes Sec. 2.1): GLUE validation sets and max length 128 in the released "
-            "code, one RTX A5000 24GB. Single measurements.",
+            "Setting (App. K.1; jeongwhanchoi/GFSA NLP/script_NLU/): GLUE validation sets and max "
+            "length 128 in the released code, one RTX A5000 24GB. Single measurements.",
         ),
     )

@@ -2,12 +2,11 @@
 GFSA, against the backbones and three anti-oversmoothing methods (AttnScale, FeatScale,
 ContraNorm).
 
-Numbers: the paper's Table 3 (checked against the paper text), as extracted in
-../shared/papers/notes/gfsa.md Sec. 3. The backbone and GFSA rows train the recipes of
-configs/vision/imagenet.py (`model=deit_s|deit_s24|cait_s24|swin_s`, `attn=gfsa` with the
-backbone's K; the same runs as Table 12's Top-1 cells, `gfsa_table12.CONFIG`), the quoted
-backbone rows included; the AttnScale, FeatScale and ContraNorm rows need their methods. List the
-cells and what they need:
+Numbers: GFSA (arXiv 2312.04234) Table 3. The backbone and GFSA rows train the recipes of
+configs/vision/imagenet.py (`model=deit_s|deit_s24|cait_s24|swin_s`, `attn=gfsa` with the backbone's
+K; the same runs as Table 12's Top-1 cells, `gfsa_table12.CONFIG`), the quoted backbone rows
+included; the AttnScale, FeatScale and ContraNorm rows need their methods. List the cells and what
+they need:
 
     python -m scripts.reproduce gfsa.table3 --list
 """
@@ -47,12 +46,12 @@ ROWS = {
 CELL_NOTES = {
     "DeiT-S (24L)": "Cited to DeiT [74], which reports no 24-layer DeiT-S; most likely the "
     "24-layer baseline of Wang et al. [80], whose recipe the authors follow (App. M.1).",
-    "DeiT-S + GFSA (12L)": "K = 3 (Table 13: 81.12); the released code hard-codes K = 4 "
-    "(Table 13: 80.86; notes Sec. 6, item 12).",
+    "DeiT-S + GFSA (12L)": "K = 3 (Table 13: 81.12); the released code hard-codes K = 4 (Table 13: "
+    "80.86; jeongwhanchoi/GFSA Image/gfsa.py).",
     "CaiT-S + GFSA (24L)": "K = 4 (Table 14: 82.84).",
     "CaiT-S (24L)": "CaiT's own 82.6 comes from its 400-epoch recipe; our run trains GFSA's "
     "CaiT-S24 recipe (500 epochs, configs/vision/common.py: CAIT_S24), the schedule of the GFSA "
-    "row (notes Sec. 6, item 11).",
+    "row (jeongwhanchoi/GFSA Image/logs/imnet1k_gfsa_cait_S24_224/log.txt).",
 }
 
 NOTES = (
@@ -61,18 +60,18 @@ NOTES = (
     "FeatScale), 47M (CaiT-S), 50M (Swin-S).",
     "Quoted: every backbone or baseline row printed with a citation, except Swin-S, is marked "
     "quoted from the cited paper. The paper never says it ran them (it follows Wang et al.'s "
-    "recipe, App. M.1); notes Sec. 6 item 11 identifies 79.8 / 80.5 as DeiT numbers and 82.6 as "
-    "CaiT's own (400-epoch) number, and the AttnScale / FeatScale rows are Wang et al.'s. The "
-    "source of the ContraNorm rows (80.4 / 80.7) is the least certain: the ContraNorm paper's "
-    "ImageNet experiments use another recipe (the one of Table 17, gfsa.table17).",
-    "Swin-S (82.9) is taken as the authors' run: the Swin paper reports 83.0 for Swin-S [ext], and "
-    "Table 12 lists Swin-S with a measured throughput.",
+    "recipe, App. M.1); our reading identifies 79.8 / 80.5 as DeiT numbers and 82.6 as CaiT's own "
+    "(400-epoch) number, and the AttnScale / FeatScale rows are Wang et al.'s. The source of the "
+    "ContraNorm rows (80.4 / 80.7) is the least certain: the ContraNorm paper's ImageNet "
+    "experiments use another recipe (the one of Table 17, gfsa.table17).",
+    "Swin-S (82.9) is taken as the authors' run: the Swin paper reports 83.0 for Swin-S (outside "
+    "knowledge, not in the GFSA paper), and Table 12 lists Swin-S with a measured throughput.",
     "Swin-S is printed with #Layers 12 here and in Table 15, but 24 in Tables 12 and 25; Swin-S "
-    "has 24 blocks (notes Sec. 6, item 19).",
+    "has 24 blocks (depths 2, 2, 18, 2).",
     "Epochs: the released code trains 500 epochs (DeiT-S + GFSA, CaiT-S + GFSA) against the "
     "300-epoch DeiT and 400-epoch CaiT baselines, so part of the gain may be the longer schedule "
-    "(notes Sec. 6, item 11). The paper gives no K for the 24-layer DeiT-S and Swin-S (the "
-    "released Swin code: 3).",
+    "(jeongwhanchoi/GFSA Image/main.py and the released logs). The paper gives no K for the "
+    "24-layer DeiT-S and Swin-S (the released Swin code: 3).",
     "Every row reappears in Table 15 (gfsa.table15); the GFSA rows also in Table 12.",
     "Our runs: each backbone and its GFSA row train the same recipe (configs/vision/imagenet.py: "
     "DeiT-S 300 epochs, CaiT-S24 500 epochs as GFSA's code, Swin-S 300), so baseline and GFSA "
@@ -95,7 +94,7 @@ def get_table() -> Table:
     return Table(
         key="gfsa.table3",
         caption="Results comparison on ImageNet-1k (top-1 accuracy %).",
-        source="GFSA paper Table 3; notes gfsa.md Sec. 3 (Table 3)",
+        source="GFSA paper Table 3; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=("Top-1 Acc",),
         cells=grid(

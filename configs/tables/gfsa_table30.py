@@ -1,9 +1,9 @@
 """GFSA Table 30: inference time (seconds) of GPT-2, with and without GFSA, on PTB, WikiText-2
 and WikiText-103.
 
-Numbers: the paper's Table 30 (App. S), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's evaluation (configs/language/gpt2.py, gfsa.table2's runs):
-not runnable here, they need the paper's GPU. List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 30 (App. S). These are GPU timings of the paper's evaluation
+(configs/language/gpt2.py, gfsa.table2's runs): not runnable here, they need the paper's GPU. List
+the cells:
 
     python -m scripts.reproduce gfsa.table30 --list
 """
@@ -25,7 +25,7 @@ def get_table() -> Table:
     return Table(
         key="gfsa.table30",
         caption="Inference time (seconds) on causal language modeling tasks.",
-        source="GFSA paper Table 30; notes gfsa.md Sec. 3 (Table 30)",
+        source="GFSA paper Table 30; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -39,7 +39,8 @@ def get_table() -> Table:
         notes=(
             "#Params (117M for both rows) is a descriptive column, dropped.",
             "WikiText-2 and WikiText-103 share the same validation text, hence identical times.",
-            "Setting (notes Sec. 2.2): 1,024-token blocks (the released code evaluates on the "
-            "validation split), one RTX 3090 24GB. Single measurements.",
+            "Setting (App. L.1; jeongwhanchoi/GFSA NLP/run_clm_no_trainer.py): 1,024-token blocks "
+            "(the released code evaluates on the validation split), one RTX 3090 24GB. Single "
+            "measurements.",
         ),
     )

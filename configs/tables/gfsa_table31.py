@@ -1,10 +1,9 @@
 """GFSA Table 31: inference time (seconds) on ImageNet-1k of DeiT-S (12 and 24 layers), CaiT-S
 and Swin-S, with and without GFSA.
 
-Numbers: the paper's Table 31 (App. S), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's ImageNet evaluation: not runnable here, they need the
-models trained by the recipes of Table 12 (configs/vision/imagenet.py, gfsa_table12.CONFIG)
-evaluated on the paper's GPU. List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 31 (App. S). These are GPU timings of the paper's ImageNet
+evaluation: not runnable here, they need the models trained by the recipes of Table 12
+(configs/vision/imagenet.py, gfsa_table12.CONFIG) evaluated on the paper's GPU. List the cells:
 
     python -m scripts.reproduce gfsa.table31 --list
 """
@@ -40,7 +39,7 @@ def get_table() -> Table:
     return Table(
         key="gfsa.table31",
         caption="Inference time (seconds) on ImageNet-1k.",
-        source="GFSA paper Table 31; notes gfsa.md Sec. 3 (Table 31)",
+        source="GFSA paper Table 31; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=(COLUMN,),
         cells=grid(
@@ -53,7 +52,7 @@ def get_table() -> Table:
         higher_is_better={COLUMN: False},
         notes=(
             "Backbone and #Layers go into the row labels (Swin-S: 24 layers as printed here).",
-            "Setting (notes Sec. 2.3): ImageNet-1k evaluation at 224 x 224, RTX 3090 24GB (the "
-            "paper does not say which split is timed, nor the batch). Single measurements.",
+            "Setting (App. M.1): ImageNet-1k evaluation at 224 x 224, RTX 3090 24GB (the paper "
+            "does not say which split is timed, nor the batch). Single measurements.",
         ),
     )

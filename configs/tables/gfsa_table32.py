@@ -1,10 +1,9 @@
 """GFSA Table 32: inference time (seconds) of Graphormer, with and without GFSA, on ZINC,
 PCQM4M and PCQM4Mv2.
 
-Numbers: the paper's Table 32 (App. S), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's Graphormer evaluation: not runnable here, they need the
-trained models of Tables 4 and 5 (configs/graphs/zinc.py and pcqm.py) timed on the paper's GPU.
-List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 32 (App. S). These are GPU timings of the paper's Graphormer
+evaluation: not runnable here, they need the trained models of Tables 4 and 5
+(configs/graphs/zinc.py and pcqm.py) timed on the paper's GPU. List the cells:
 
     python -m scripts.reproduce gfsa.table32 --list
 """
@@ -25,7 +24,7 @@ ROWS = {  # inference seconds in COLUMNS order
 
 NOTES = {
     ("Graphormer + GFSA", "PCQM4Mv2"): "Faster than Graphormer without GFSA (29 < 31 s): timing "
-    "noise of a single measurement (notes Sec. 6.22).",
+    "noise of a single measurement (our reading).",
 }
 
 
@@ -33,7 +32,7 @@ def get_table() -> Table:
     return Table(
         key="gfsa.table32",
         caption="Inference time (seconds) on graph-level tasks.",
-        source="GFSA paper Table 32; notes gfsa.md Sec. 3 (Table 32)",
+        source="GFSA paper Table 32; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -46,7 +45,7 @@ def get_table() -> Table:
         ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
-            "Setting (notes Sec. 2.4): Graphormer-SLIM on ZINC, Graphormer base on "
-            "PCQM4M/PCQM4Mv2, one RTX 3090 24GB. Single measurements.",
+            "Setting (App. O.1): Graphormer-SLIM on ZINC, Graphormer base on PCQM4M/PCQM4Mv2, one "
+            "RTX 3090 24GB. Single measurements.",
         ),
     )

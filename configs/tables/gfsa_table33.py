@@ -1,9 +1,8 @@
 """GFSA Table 33: inference time (seconds) of the SpeechBrain Transformer and Branchformer ASR
 models, with and without GFSA, on LibriSpeech 100h and 960h.
 
-Numbers: the paper's Table 33 (App. S), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's ASR evaluation: nothing here is runnable yet (no speech
-domain). List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 33 (App. S). These are GPU timings of the paper's ASR
+evaluation: nothing here is runnable yet (no speech domain). List the cells:
 
     python -m scripts.reproduce gfsa.table33 --list
 """
@@ -30,7 +29,7 @@ def get_table() -> Table:
     return Table(
         key="gfsa.table33",
         caption="Inference time (seconds) on LibriSpeech datasets.",
-        source="GFSA paper Table 33; notes gfsa.md Sec. 3 (Table 33)",
+        source="GFSA paper Table 33; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -42,8 +41,8 @@ def get_table() -> Table:
         ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
-            "Setting (notes Sec. 2.5): SpeechBrain recipes with joint CTC/attention beam search "
-            "and a Transformer LM, one RTX A6000 48GB. The paper does not say which test set "
-            "(clean / other) is timed. Single measurements.",
+            "Setting (App. N.1): SpeechBrain recipes with joint CTC/attention beam search and a "
+            "Transformer LM, one RTX A6000 48GB. The paper does not say which test set (clean / "
+            "other) is timed. Single measurements.",
         ),
     )

@@ -1,9 +1,8 @@
 """GFSA Table 34: inference time (seconds) on Devign code defect prediction of RoBERTa,
 CodeBERT, PLBART and CodeT5-small/base, with and without GFSA.
 
-Numbers: the paper's Table 34 (App. S), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's evaluation: nothing here is runnable yet (no code domain).
-List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 34 (App. S). These are GPU timings of the paper's evaluation:
+nothing here is runnable yet (no code domain). List the cells:
 
     python -m scripts.reproduce gfsa.table34 --list
 """
@@ -36,7 +35,7 @@ def get_table() -> Table:
     return Table(
         key="gfsa.table34",
         caption="Inference time (seconds) on the code defect prediction task.",
-        source="GFSA paper Table 34; notes gfsa.md Sec. 3 (Table 34)",
+        source="GFSA paper Table 34; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=(COLUMN,),
         cells=grid(
@@ -48,8 +47,8 @@ def get_table() -> Table:
         ),
         higher_is_better={COLUMN: False},
         notes=(
-            "Setting (notes Sec. 2.6): Devign evaluation of the fine-tuned models (source "
-            "length 512 in the released code), one RTX A6000 48GB; the paper does not say which "
-            "split is timed. Single measurements.",
+            "Setting (App. P.1; jeongwhanchoi/GFSA Code/run_exp.py): Devign evaluation of the "
+            "fine-tuned models (source length 512 in the released code), one RTX A6000 48GB; the "
+            "paper does not say which split is timed. Single measurements.",
         ),
     )

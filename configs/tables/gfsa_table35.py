@@ -1,9 +1,9 @@
 """GFSA Table 35: BERT-base on GLUE with GFSA on all layers vs GFSA_even (GFSA on the
 even-numbered layers only).
 
-Numbers: the paper's Table 35 (App. T), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-Nothing here is runnable yet (no GLUE task, no BERT encoder; GFSA_even itself exists as the `gfsa`
-mechanism's `even_layers_only=True`). List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 35 (App. T). Nothing here is runnable yet (no GLUE task, no
+BERT encoder; GFSA_even itself exists as the `gfsa` mechanism's `even_layers_only=True`). List the
+cells:
 
     python -m scripts.reproduce gfsa.table35 --list
 """
@@ -14,7 +14,7 @@ from attnbench.papers.tables import Table, grid
 
 COLUMNS = ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI-m", "MNLI-mm", "QNLI", "RTE", "Avg")
 
-# GLUE dev metrics (notes Sec. 2.1): CoLA Matthews correlation, MRPC and QQP F1, STS-B
+# GLUE dev metrics (App. K.1): CoLA Matthews correlation, MRPC and QQP F1, STS-B
 # Spearman, the others accuracy; Avg is the mean of the 9 numbers.
 METRIC = {
     "CoLA": "val_best.mcc",
@@ -38,7 +38,7 @@ def get_table() -> Table:
         key="gfsa.table35",
         caption="Comparison of performance using GFSA on all layers vs. GFSA_even on even "
         "layers for GLUE tasks.",
-        source="GFSA paper Table 35; notes gfsa.md Sec. 3 (Table 35)",
+        source="GFSA paper Table 35; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -51,11 +51,11 @@ def get_table() -> Table:
             "The paper prints MNLI as one 'MNLI-m/mm' cell; it is split into two columns. "
             "#Params (110M) is a descriptive column, dropped. Avg is the mean of the 9 numbers.",
             "Metrics on the GLUE dev sets: CoLA Matthews correlation, MRPC and QQP F1, STS-B "
-            "Spearman, the others accuracy (notes Sec. 2.1).",
+            "Spearman, the others accuracy (App. K.1).",
             "The BERT-BASE and BERT-BASE + GFSA rows repeat Table 1. The GFSA row is the "
-            "per-column best K of Table 10 (selected on the dev sets it reports; notes "
-            "Sec. 6.10).",
+            "per-column best K of Table 10 (selected on the dev sets it reports; our reading of "
+            "Sec. 5.1 and App. K.1).",
             "GFSA_even: the paper does not say whether layers count from 0 or 1, nor which K the "
-            "even layers use (notes Sec. 6.8); our `even_layers_only` counts from 0.",
+            "even layers use (Sec. 6, App. T); our `even_layers_only` counts from 0.",
         ),
     )

@@ -1,9 +1,8 @@
 """GFSA Table 36: training time (seconds per epoch) of BERT-base on GLUE with GFSA on all layers
 vs GFSA_even (even-numbered layers only).
 
-Numbers: the paper's Table 36 (App. T), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's GLUE fine-tuning: nothing here is runnable yet (no GLUE
-task, no BERT encoder). List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 36 (App. T). These are GPU timings of the paper's GLUE
+fine-tuning: nothing here is runnable yet (no GLUE task, no BERT encoder). List the cells:
 
     python -m scripts.reproduce gfsa.table36 --list
 """
@@ -31,7 +30,7 @@ def get_table() -> Table:
         key="gfsa.table36",
         caption="Comparison of training time (seconds per epoch) using GFSA on all layers vs. "
         "GFSA_even on even layers for GLUE tasks.",
-        source="GFSA paper Table 36; notes gfsa.md Sec. 3 (Table 36)",
+        source="GFSA paper Table 36; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(ROWS, COLUMNS, metric="train.seconds_per_epoch", scale=1.0, needs=NEEDS),

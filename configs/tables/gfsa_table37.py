@@ -1,10 +1,10 @@
 """GFSA Table 37: GPT-2 perplexity on PTB, WikiText-2 and WikiText-103 with GFSA on all layers vs
 GFSA_even (even-numbered layers only).
 
-Numbers: the paper's Table 37 (App. T), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-Every cell fine-tunes the pretrained GPT-2 small with configs/language/gpt2.py on the official
-data (`gfsa_table2.config`; GFSA_even is `attn=gfsa,even=1`, the `gfsa` mechanism's
-`even_layers_only=True`); Avg is the mean of the three. List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 37 (App. T). Every cell fine-tunes the pretrained GPT-2 small
+with configs/language/gpt2.py on the official data (`gfsa_table2.config`; GFSA_even is
+`attn=gfsa,even=1`, the `gfsa` mechanism's `even_layers_only=True`); Avg is the mean of the three.
+List the cells:
 
     python -m scripts.reproduce gfsa.table37 --list
 """
@@ -28,7 +28,7 @@ def get_table() -> Table:
         key="gfsa.table37",
         caption="Comparison of performance (perplexity) using GFSA on all layers vs. GFSA_even "
         "on even layers for causal language modeling tasks.",
-        source="GFSA paper Table 37; notes gfsa.md Sec. 3 (Table 37)",
+        source="GFSA paper Table 37; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -43,9 +43,9 @@ def get_table() -> Table:
         notes=(
             "The GPT2 and GPT2 + GFSA rows repeat Table 2. #Params (117M) is a descriptive "
             "column, dropped. Avg is the mean of the three perplexities.",
-            "Perplexity on the validation split in the released code (notes Sec. 6.23); GFSA's "
-            "K was selected per dataset on the same split.",
+            "Perplexity on the validation split in the released code (jeongwhanchoi/GFSA "
+            "NLP/run_clm_no_trainer.py); GFSA's K was selected per dataset on the same split.",
             "GFSA_even: the paper does not say whether layers count from 0 or 1, nor which K the "
-            "even layers use (notes Sec. 6.8); our `even_layers_only` counts from 0.",
+            "even layers use (Sec. 6, App. T); our `even_layers_only` counts from 0.",
         ),
     )

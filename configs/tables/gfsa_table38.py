@@ -1,9 +1,9 @@
 """GFSA Table 38: training time (seconds per epoch) of GPT-2 on PTB, WikiText-2 and WikiText-103
 with GFSA on all layers vs GFSA_even (even-numbered layers only).
 
-Numbers: the paper's Table 38 (App. T), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-These are GPU timings of the paper's GPT-2 fine-tuning (configs/language/gpt2.py, gfsa.table37's
-runs, GFSA_even being `even=1`): not runnable here, they need the paper's GPU. List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 38 (App. T). These are GPU timings of the paper's GPT-2
+fine-tuning (configs/language/gpt2.py, gfsa.table37's runs, GFSA_even being `even=1`): not runnable
+here, they need the paper's GPU. List the cells:
 
     python -m scripts.reproduce gfsa.table38 --list
 """
@@ -31,7 +31,7 @@ def get_table() -> Table:
         key="gfsa.table38",
         caption="Comparison of training time (seconds per epoch) using GFSA on all layers vs. "
         "GFSA_even on even layers for causal language modeling tasks.",
-        source="GFSA paper Table 38; notes gfsa.md Sec. 3 (Table 38)",
+        source="GFSA paper Table 38; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(

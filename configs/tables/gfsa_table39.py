@@ -1,11 +1,11 @@
 """GFSA Table 39: 12-layer DeiT-S on ImageNet-1k with GFSA on all layers vs GFSA_even
 (even-numbered layers only): top-1 accuracy and training time per epoch.
 
-Numbers: the paper's Table 39 (App. T), as extracted in ../shared/papers/notes/gfsa.md Sec. 3.
-The DeiT-S and DeiT-S + GFSA top-1 cells train the 12-layer DeiT-S recipe
-(configs/vision/imagenet.py:model=deit_s, with attn=gfsa; the runs of Tables 3 and 12). GFSA_even
-exists as the `gfsa` mechanism's `even_layers_only=True`, but the ImageNet recipe has no argument
-for it; the runtimes are GPU timings of the paper's setting. List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 39 (App. T). The DeiT-S and DeiT-S + GFSA top-1 cells train
+the 12-layer DeiT-S recipe (configs/vision/imagenet.py:model=deit_s, with attn=gfsa; the runs of
+Tables 3 and 12). GFSA_even exists as the `gfsa` mechanism's `even_layers_only=True`, but the
+ImageNet recipe has no argument for it; the runtimes are GPU timings of the paper's setting. List
+the cells:
 
     python -m scripts.reproduce gfsa.table39 --list
 """
@@ -50,7 +50,7 @@ def needs(row: str, column: str) -> str | None:
     return f"GPU timing of the paper's setting, which needs {EVEN_NEEDS}"
 
 
-# DeiT-S's 79.8 is the DeiT paper's 300-epoch number (notes Sec. 6.11).
+# DeiT-S's 79.8 is the DeiT paper's 300-epoch number (our reading).
 QUOTED = {("DeiT-S", "Top-1 Acc"): "Touvron et al. 2021 (DeiT)"}
 
 
@@ -59,7 +59,7 @@ def get_table() -> Table:
         key="gfsa.table39",
         caption="Comparison of using GFSA on all layers vs. GFSA_even on even layers for "
         "ImageNet-1k (12-layer DeiT-S, 224 x 224).",
-        source="GFSA paper Table 39; notes gfsa.md Sec. 3 (Table 39)",
+        source="GFSA paper Table 39; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -76,15 +76,15 @@ def get_table() -> Table:
         higher_is_better={"Top-1 Acc": True, "Runtime (s/epoch)": False},
         notes=(
             "Input Size (224), #Layers (12) and #Params are descriptive columns, dropped; the "
-            "printed #Params 43M is wrong for 12-layer DeiT-S, which has 22M (notes Sec. 6.19).",
+            "printed #Params 43M is wrong for 12-layer DeiT-S, which has 22M (Table 3).",
             "Figure 3 plots this table. The DeiT-S and DeiT-S + GFSA rows repeat Tables 3 / 12 "
             "(accuracy) and 25 (runtime).",
-            "Schedules differ: 79.8 is the DeiT paper's 300-epoch number, while the released "
-            "GFSA code trains 500 epochs (notes Sec. 6.11).",
+            "Schedules differ: 79.8 is the DeiT paper's 300-epoch number, while the released GFSA "
+            "code trains 500 epochs (jeongwhanchoi/GFSA Image/main.py).",
             "Sec. 6's '26.90%' cut is the cut in total runtime, (814 - 595) / 814; the runtime "
-            "increase itself shrinks by 83%, and the '7.39% increase' over the backbone is "
-            "(595 - 551) / 595 (7.99% of 551) (notes Sec. 6.17).",
+            "increase itself shrinks by 83%, and the '7.39% increase' over the backbone is (595 - "
+            "551) / 595 (7.99% of 551) (our arithmetic).",
             "GFSA_even: the paper does not say whether layers count from 0 or 1, nor which K the "
-            "even layers use (notes Sec. 6.8); our `even_layers_only` counts from 0.",
+            "even layers use (Sec. 6, App. T); our `even_layers_only` counts from 0.",
         ),
     )

@@ -1,9 +1,8 @@
 """GFSA Table 4: ZINC (12k subset) test MAE of Graphormer-SLIM, vanilla and with GFSA.
 
-Numbers: the paper's Table 4 (checked against the paper text), as extracted in
-../shared/papers/notes/gfsa.md Sec. 3; Table 20 (gfsa.table20) repeats them with the standard
+Numbers: GFSA (arXiv 2312.04234) Table 4; Table 20 (gfsa.table20) repeats them with the standard
 deviation over 4 seeds. Each cell trains Graphormer-SLIM on the official ZINC-12k files
-(`configs/graphs/zinc.py:source=official`, softmax or GFSA with K = 2); list the cells:
+(`graphs/zinc.py:source=official`, softmax or GFSA with K = 2); list the cells:
 
     python -m scripts.reproduce gfsa.table4 --list
 """
@@ -19,7 +18,7 @@ ATTENTION = {"Graphormer": "softmax", "Graphormer + GFSA": "gfsa"}
 
 def config(row: str) -> str:
     """The recipe of a row: Graphormer-SLIM on ZINC-12k's official files."""
-    return f"configs/graphs/zinc.py:source=official,attn={ATTENTION[row]}"
+    return f"graphs/zinc.py:source=official,attn={ATTENTION[row]}"
 
 
 NOTES = (
@@ -27,8 +26,8 @@ NOTES = (
     "(Graphormer-SLIM: 12 layers, hidden 80, 8 heads; GFSA adds 12 x 8 = 96 scalars).",
     "Mean of 4 seeds; Table 20 (gfsa.table20) prints the same numbers with their standard "
     "deviations (0.006 / 0.002).",
-    "The text's ZINC improvement of 4.03% (Fig. 1, Sec. 1) does not match these numbers: "
-    "(0.1240 - 0.1189) / 0.1240 = 4.11% (notes Sec. 6, item 17). K = 2 in the released code.",
+    "The text's ZINC improvement of 4.03% (Fig. 1, Sec. 1) does not match these numbers: (0.1240 - "
+    "0.1189) / 0.1240 = 4.11% (our arithmetic). K = 2 in the released code.",
 )
 
 
@@ -36,7 +35,7 @@ def get_table() -> Table:
     return Table(
         key="gfsa.table4",
         caption="Results on ZINC (MAE, lower is better).",
-        source="GFSA paper Table 4; notes gfsa.md Sec. 3 (Table 4)",
+        source="GFSA paper Table 4; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=("MAE",),
         cells=grid(

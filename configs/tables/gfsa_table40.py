@@ -2,9 +2,8 @@
 accuracy, runtime (s per 1,000 steps) and GPU memory of Transformer, Linformer, YOSO-E,
 Efficient Attention (Shen et al.) and the two GFSA variants.
 
-Numbers: the paper's Table 40 (App. U; Figure 4 plots its ListOps columns), as extracted in
-../shared/papers/notes/gfsa.md Sec. 3. The accuracy cells of the mechanisms we have run in the
-LRA base recipes (configs/lra/base.py); run them:
+Numbers: GFSA (arXiv 2312.04234) Table 40 (App. U; Figure 4 plots its ListOps columns). The accuracy
+cells of the mechanisms we have run in the LRA base recipes (configs/lra/base.py); run them:
 
     python -m scripts.reproduce gfsa.table40 --preset cpu
     python -m scripts.reproduce gfsa.table40 --preset cpu --cells listops
@@ -18,8 +17,8 @@ from __future__ import annotations
 from attnbench.papers.tables import Table, grid
 
 TASKS = {  # column prefix: config file
-    "ListOps": "configs/lra/listops.py",
-    "Image": "configs/lra/image.py",
+    "ListOps": "lra/listops.py",
+    "Image": "lra/image.py",
 }
 QUANTITIES = ("Accuracy", "Runtime (s/1k steps)", "GPU (GB)")
 COLUMNS = tuple(f"{task} {q}" for task in TASKS for q in QUANTITIES)
@@ -76,7 +75,7 @@ def get_table() -> Table:
         key="gfsa.table40",
         caption="Comparison of accuracy (%), runtime (s per 1,000 steps) and GPU usage (GB) on "
         "the Long Range Arena benchmark (ListOps (2K), Image (4K)).",
-        source="GFSA paper Table 40; notes gfsa.md Sec. 3 (Table 40)",
+        source="GFSA paper Table 40; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -93,13 +92,13 @@ def get_table() -> Table:
         ),
         higher_is_better={column: column.endswith("Accuracy") for column in COLUMNS},
         notes=(
-            "App. U gives no model sizes, steps, batch, codebase, hardware or K (notes "
-            "Sec. 2.8, 6.7). Our cells use the LRA base recipes of configs/lra (ListOps: 4 "
-            "layers, width 512, 8 heads, 5k steps at batch 32; Image: 1 layer, width 128, 8 "
-            "heads, 35k steps at batch 256) and GFSA's registry default K = 3.",
-            "Lengths: ListOps '(2K)' matches our generator (LRA's, 500-2,000 tokens). Image "
-            "'(4K)' does not match LRA Image, 1,024 tokens (32 x 32 grayscale CIFAR-10), which "
-            "our config uses; the paper does not explain 4K (notes Sec. 6.7).",
+            "App. U gives no model sizes, steps, batch, codebase, hardware or K (nor do Sec. 6 and "
+            "Fig. 4). Our cells use the LRA base recipes of configs/lra (ListOps: 4 layers, width "
+            "512, 8 heads, 5k steps at batch 32; Image: 1 layer, width 128, 8 heads, 35k steps at "
+            "batch 256) and GFSA's registry default K = 3.",
+            "Lengths: ListOps '(2K)' matches our generator (LRA's, 500-2,000 tokens). Image '(4K)' "
+            "does not match LRA Image, 1,024 tokens (32 x 32 grayscale CIFAR-10), which our config "
+            "uses; the paper does not explain 4K (App. U).",
             "Linformer runs at the registry's default projection length (proj_len 32); the "
             "paper gives none.",
             "Transformer + GFSA here applies the filter to V (A(AV), O(n^2 d)); the authors' "

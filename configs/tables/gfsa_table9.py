@@ -1,10 +1,9 @@
 """GFSA Table 9: BERT-base on GLUE with GFSA's first-order approximation of A^K against the
 exactly computed matrix power A^K.
 
-Numbers: the paper's Table 9 (checked against the paper text), as extracted in
-../shared/papers/notes/gfsa.md Sec. 3. Both GFSA variants exist as mechanisms (`gfsa`,
-`gfsa_exact`), but the GLUE task and a BERT encoder do not: nothing here is runnable yet. List
-the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 9. Both GFSA variants exist as mechanisms (`gfsa`,
+`gfsa_exact`), but the GLUE task and a BERT encoder do not: nothing here is runnable yet. List the
+cells:
 
     python -m scripts.reproduce gfsa.table9 --list
 """
@@ -43,7 +42,7 @@ def get_table() -> Table:
         key="gfsa.table9",
         caption="Comparison of performance using the exactly calculated A^K vs. the approximated "
         "A^K for GLUE tasks (BERT-base).",
-        source="GFSA paper Table 9; notes gfsa.md Sec. 3 (Table 9)",
+        source="GFSA paper Table 9; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(

@@ -1,9 +1,8 @@
 """GRF topological masking Table 4: ViViT (factorised encoder) test accuracy on Kinetics-400,
 softmax attention with and without GRF topological masking (accuracy as a fraction).
 
-Numbers: the paper's Table 4 (App. C.4, "preliminary"; checked against
-../shared/papers/grf_masking.txt; notes grf_masking.md Sec. 3). No cell is runnable: the video
-domain (ViViT on Kinetics-400) is not built, so
+Numbers: GRF masking (arXiv 2410.03462) Table 4 (App. C.4, "preliminary"). No cell is runnable: the
+video domain (ViViT on Kinetics-400) is not built, so
 
     python -m scripts.reproduce grf.table4
 
@@ -36,7 +35,7 @@ def get_table() -> Table:
             "ViViT test accuracies on the Kinetics benchmark. Topological masking with GRFs "
             "boosts performance."
         ),
-        source="GRF masking paper Table 4 (App. C.4); notes grf_masking.md Sec. 3 (Table 4)",
+        source="GRF masking paper Table 4 (App. C.4); arXiv 2410.03462",
         rows=tuple(ROWS),
         columns=(COLUMN,),
         cells=grid(
@@ -48,10 +47,10 @@ def get_table() -> Table:
         ),
         notes=(
             "ViViT factorised encoder: spatial ViT-B (patch 16x16x2), temporal encoder of 4 "
-            "layers; Adam, 30 epochs, base lr printed 10^-1 (implausible for Adam, notes Sec. 6 "
-            "item 19), final lr 10^-4, schedule of the paper's Table 2.",
+            "layers; Adam, 30 epochs, base lr printed 10^-1 (implausible for Adam: our reading of "
+            "App. C.4), final lr 10^-4, schedule of the paper's Table 2.",
             "Where the GRF mask is applied (spatial / temporal encoder), its graph, n, p_halt, "
             "i_max, and whether it multiplies the attention or biases the logits are not stated "
-            "(notes Sec. 6, item 18). Single runs; +0.4% may be within noise.",
+            "(App. C.4). Single runs; +0.4% may be within noise.",
         ),
     )

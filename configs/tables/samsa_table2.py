@@ -1,10 +1,10 @@
 """SAMSA Table 2: SAMSA (hard / soft) against efficient transformers and sequence models on the
 five Long Range Arena tasks (accuracy %).
 
-Numbers: the paper's Table 2 (checked against ../shared/papers/samsa.txt; notes samsa.md Sec. 3).
-The baseline rows are literature numbers (notes Sec. 5, Table 2: "copy, do not re-run"):
-BigBird, Reformer, Performer and Linformer are the LRA paper's (Tay et al. 2021), Luna-256 its own
-paper's, Transformer MEGA's (Table 1's caption), S4 and MEGA their papers'. Run one cell:
+Numbers: SAMSA (arXiv 2408.05391) Table 2. The baseline rows are literature numbers (our reading:
+Table 2 cites each row's paper, and the paper reports no baseline runs of its own for it): BigBird,
+Reformer, Performer and Linformer are the LRA paper's (Tay et al. 2021), Luna-256 its own paper's,
+Transformer MEGA's (Table 1's caption), S4 and MEGA their papers'. Run one cell:
 
     python -m scripts.reproduce samsa.table2 --preset cpu --cells listops
 
@@ -21,11 +21,11 @@ from attnbench.papers.tables import Table, grid
 COLUMNS = ("ListOps", "Text", "Retrieval", "Image", "Pathfinder")
 
 CONFIG = {
-    "ListOps": "configs/lra/listops.py",
-    "Text": "configs/lra/text.py",
-    "Retrieval": "configs/lra/retrieval.py",
-    "Image": "configs/lra/image.py",
-    "Pathfinder": "configs/lra/pathfinder.py",
+    "ListOps": "lra/listops.py",
+    "Text": "lra/text.py",
+    "Retrieval": "lra/retrieval.py",
+    "Image": "lra/image.py",
+    "Pathfinder": "lra/pathfinder.py",
 }
 
 LRA = "Tay et al. 2021 (LRA)"
@@ -80,7 +80,7 @@ ROWS = {
     "soft-SAMSA": ((41.88, 65.53, 82.05, 48.73, 81.97), "samsa", None, None),
 }
 
-# The Table 1 column (k, mode) whose number each SAMSA cell is (notes Sec. 6, item 13).
+# The Table 1 column (k, mode) whose number each SAMSA cell is (Table 1 vs Table 2).
 SAMSA_COLUMN = {
     ("hard-SAMSA", "ListOps"): (128, "hard"),  # 41.12 vs Table 1 hard-128 41.13
     ("hard-SAMSA", "Text"): (128, "hard"),  # 65.42 = every hard column of Table 1
@@ -95,26 +95,27 @@ SAMSA_COLUMN = {
 }
 
 NOTES = {
-    ("hard-SAMSA", "ListOps"): "Table 1's hard-128 ListOps is 41.13 (notes Sec. 6, item 13)",
+    ("hard-SAMSA", "ListOps"): "Table 1's hard-128 ListOps is 41.13 (Table 1 vs Table 2)",
     ("hard-SAMSA", "Text"): "Table 1 prints 65.42 for hard-128, -256 and -512; we run k = 128",
     ("hard-SAMSA", "Retrieval"): (
-        "= Table 1's hard-256, not its best hard Retrieval (hard-128, 82.05) (notes Sec. 6, 13)"
+        "= Table 1's hard-256, not its best hard Retrieval (hard-128, 82.05) (Table 1 vs Table 2)"
     ),
-    ("hard-SAMSA", "Pathfinder"): "Table 1's hard-512 Pathfinder is 72.28 (notes Sec. 6, 13)",
-    ("soft-SAMSA", "ListOps"): "Table 1's soft-256 ListOps is 41.89 (notes Sec. 6, item 13)",
+    ("hard-SAMSA", "Pathfinder"): "Table 1's hard-512 Pathfinder is 72.28 (Table 1 vs Table 2)",
+    ("soft-SAMSA", "ListOps"): "Table 1's soft-256 ListOps is 41.89 (Table 1 vs Table 2)",
     ("soft-SAMSA", "Retrieval"): (
-        "Table 1 has no soft Retrieval run; 82.05 is its hard-128 number. We run the soft "
-        "sampler at k = 128 (the row's model), so ours is not the run behind the printed number "
-        "(notes Sec. 6, item 13)"
+        "Table 1 has no soft Retrieval run; 82.05 is its hard-128 number. We run the soft sampler "
+        "at k = 128 (the row's model), so ours is not the run behind the printed number (Table 1 "
+        "vs Table 2)"
     ),
     ("Transformer", "Image"): (
-        "Table 1 (the same MEGA-quoted Transformer) prints 42.94, MEGA's number; 42.44 is the "
-        "LRA paper's Transformer Image score (notes Sec. 6, item 14)"
+        "Table 1 (the same MEGA-quoted Transformer) prints 42.94, MEGA's number; 42.44 is the LRA "
+        "paper's Transformer Image score (Table 1 vs Table 2 and the LRA paper's Table 1)"
     ),
     ("S4", "ListOps"): (
-        "garbled row: 88.65 is S4-v2's Image score, not a ListOps score (notes Sec. 6, item 15)"
+        "garbled row: 88.65 is S4-v2's Image score, not a ListOps score (our comparison with the "
+        "S4 paper)"
     ),
-    ("S4", "Image"): "garbled row: 86.09 is S4-v2's LRA average (notes Sec. 6, item 15)",
+    ("S4", "Image"): "garbled row: 86.09 is S4-v2's LRA average (our comparison with the S4 paper)",
 }
 
 
@@ -135,7 +136,7 @@ def get_table() -> Table:
             "(Long Range Arena) Accuracy on the full suite of long range arena (LRA) tasks "
             "(accuracy %)."
         ),
-        source="SAMSA paper Table 2; notes samsa.md Sec. 3 (Table 2)",
+        source="SAMSA paper Table 2; arXiv 2408.05391",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -153,19 +154,19 @@ def get_table() -> Table:
             "descriptive and dropped; bold/underline (best sequence / modality-agnostic model) "
             "are lost in the text source.",
             "Every baseline row is a literature number the authors copied (the caption does not "
-            "say so; notes Sec. 5 and the Table 1 caption for the Transformer): BigBird, "
-            "Reformer, Performer, Linformer = Tay et al. 2021 (LRA); Luna-256 = Ma et al. 2021; "
-            "Transformer = MEGA (Ma et al. 2023b) except Image; S4 = Gu et al. 2022 (garbled); "
-            "MEGA = Ma et al. 2023b.",
+            "say so; our reading of the citations, and the Table 1 caption for the Transformer): "
+            "BigBird, Reformer, Performer, Linformer = Tay et al. 2021 (LRA); Luna-256 = Ma et al. "
+            "2021; Transformer = MEGA (Ma et al. 2023b) except Image; S4 = Gu et al. 2022 "
+            "(garbled); MEGA = Ma et al. 2023b.",
             "Runnable baselines are the LRA base recipe (model=transformer, Tay et al. 2021's "
             "released configs) with the row's mechanism. The Transformer numbers are MEGA's "
             "re-tuned Transformer, which trains better than the LRA base recipe (Table 1 caption).",
             "The SAMSA rows are single cells of Table 1 (not new runs): each cell runs the Table 1 "
             "column whose number it matches, and the mismatches (41.12 vs 41.13, 41.88 vs 41.89, "
-            "72.27 vs 72.28, soft Retrieval 82.05 = hard-128) are noted on the cells "
-            "(notes Sec. 6, item 13).",
+            "72.27 vs 72.28, soft Retrieval 82.05 = hard-128) are noted on the cells (Table 1 vs "
+            "Table 2).",
             "The S4 row mixes S4-v1 and S4-v2 numbers (v1: 58.35/76.02/87.09/87.26/86.05; v2: "
-            "59.60/86.82/90.90/88.65/94.20, avg 86.09); the printed values are kept "
-            "(notes Sec. 6, item 15).",
+            "59.60/86.82/90.90/88.65/94.20, avg 86.09); the printed values are kept (our "
+            "comparison with the S4 paper).",
         ),
     )

@@ -1,13 +1,12 @@
 """SAMSA Table 3: LRGB Peptides-struct (MAE) and Peptides-func (AP), SAMSA (24 layers, hard and
 soft) against graph models; mean +/- std over 4 seeds.
 
-Numbers: the paper's Table 3 (checked against ../shared/papers/samsa.txt; notes samsa.md Sec. 3),
-printed as fractions (AP 0.7221, where Table 1 prints 72.21). The caption says the baselines are
-"taken from their respective works and LRGB (Dwivedi et al., 2022)". The SAMSA rows train
-Graph-Bridge + SAMSA on LRGB's official files (`configs/graphs/peptides.py`, the k of Table 1's
-matching column); the GraphGPS + LapPE row (quoted) trains GraphGPS's recipe there (`model=gps`,
-the runs of GFSA Table 6's GPS row, which prints the same numbers); the other baselines need their
-own models:
+Numbers: SAMSA (arXiv 2408.05391) Table 3, printed as fractions (AP 0.7221, where Table 1 prints
+72.21). The caption says the baselines are "taken from their respective works and LRGB (Dwivedi et
+al., 2022)". The SAMSA rows train Graph-Bridge + SAMSA on LRGB's official files
+(`graphs/peptides.py`, the k of Table 1's matching column); the GraphGPS + LapPE row (quoted) trains
+GraphGPS's recipe there (`model=gps`, the runs of GFSA Table 6's GPS row, which prints the same
+numbers); the other baselines need their own models:
 
     python -m scripts.reproduce samsa.table3 --list
 """
@@ -41,7 +40,7 @@ def config(row: str, column: str) -> str | None:
     if row == "GraphGPS + LapPE":
         return GPS[column]
     args = SAMSA.get((row, column))
-    return None if args is None else f"configs/graphs/peptides.py:source=official,{args}"
+    return None if args is None else f"graphs/peptides.py:source=official,{args}"
 
 
 LRGB = "Dwivedi et al. 2022 (LRGB)"
@@ -85,15 +84,15 @@ ROWS = {
 NOTES = {
     ("GINE", "Peptides-struct (MAE)"): (
         "LRGB reports GINE Peptides-struct MAE 0.3547 +/- 0.0045; 0.6346 +/- 0.0071 looks like a "
-        "transcription error (notes Sec. 6, item 16); the printed number is kept"
+        "transcription error (our comparison with the LRGB paper); the printed number is kept"
     ),
     ("24-layer hard-SAMSA", "Peptides-func (AP)"): (
         "= Table 1's hard-256 (72.21), although its hard-512 (72.45) is higher; k not stated "
-        "(notes Sec. 6, item 17)"
+        "(Table 1 vs Table 3)"
     ),
     ("24-layer hard-SAMSA", "Peptides-struct (MAE)"): "= Table 1's hard-128 (0.2458); k not stated",
     ("24-layer soft-SAMSA", "Peptides-func (AP)"): (
-        "0.7171 appears nowhere in Table 1 (soft-128 72.01, soft-256 71.42) (notes Sec. 6, 17)"
+        "0.7171 appears nowhere in Table 1 (soft-128 72.01, soft-256 71.42) (Table 1 vs Table 3)"
     ),
     ("24-layer soft-SAMSA", "Peptides-struct (MAE)"): (
         "= Table 1's soft-128 (0.2519), the only soft Peptides-struct run"
@@ -112,7 +111,7 @@ def get_table() -> Table:
             "Experimental results on Peptides func and Peptides struct (mean and std of 4 random "
             "seeds; MAE lower is better, AP higher is better)."
         ),
-        source="SAMSA paper Table 3; notes samsa.md Sec. 3 (Table 3)",
+        source="SAMSA paper Table 3; arXiv 2408.05391",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -130,13 +129,13 @@ def get_table() -> Table:
             "AP and MAE are printed as fractions (Table 1 prints AP in percent); scale 1.",
             "Baselines are quoted (caption: 'taken from their respective works and LRGB'); GCN, "
             "GINE, GatedGCN and GatedGCN + RWSE are the LRGB paper's numbers.",
-            "SAMSA: 24 layers, d 128, d_FFN 512, 8 heads, dropout 0.3, drop-path 0.2 (Table 8); "
-            "lr 1e-3 / 240 epochs (struct), 4e-4 / 160 epochs (func) (Table 7); the k of each "
-            "SAMSA row is not stated (notes Sec. 5, Table 3): our runs use the k of the Table 1 "
+            "SAMSA: 24 layers, d 128, d_FFN 512, 8 heads, dropout 0.3, drop-path 0.2 (Table 8); lr "
+            "1e-3 / 240 epochs (struct), 4e-4 / 160 epochs (func) (Table 7); the k of each SAMSA "
+            "row is not stated (Sec. 5.3, Table 3 and App. B-C): our runs use the k of the Table 1 "
             "column each number equals (hard func 256, hard struct 128, soft 128).",
             "Table 3 is 4-seed means where Table 1 appears to hold single runs, so the SAMSA "
             "numbers partly repeat Table 1 (hard struct 0.2458, soft struct 0.2519, hard func "
-            "0.7221) and partly do not (soft func 0.7171) (notes Sec. 6, item 17).",
+            "0.7221) and partly do not (soft func 0.7171) (Table 1 vs Table 3).",
             "GraphGPS + LapPE runs our GPS (graphs/gps.py, GraphGPS's Peptides recipe with LapPE; "
             "LayerNorm where GraphGPS uses BatchNorm, see gfsa.table6's notes): the same runs as "
             "GFSA Table 6's GPS cells, which print the same numbers.",

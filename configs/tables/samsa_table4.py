@@ -1,8 +1,8 @@
 """SAMSA Table 4: runtime of graph positional encodings (LapPE, RWPE) over one epoch of
 Peptides-struct against one training epoch of the whole 24-layer SAMSA model, on an A100 (s).
 
-Numbers: the paper's Table 4 (checked against ../shared/papers/samsa.txt; notes samsa.md Sec. 3).
-LapPE and RWPE are quoted from the LRGB paper (Dwivedi et al. 2022), other hardware.
+Numbers: SAMSA (arXiv 2408.05391) Table 4. LapPE and RWPE are quoted from the LRGB paper (Dwivedi et
+al. 2022), other hardware.
 
 Reproduced outside the training machinery, all three on one machine and the same graphs (the
 Peptides-struct train split; the offline peptides by default, LRGB's files with `--source
@@ -36,7 +36,7 @@ def get_table() -> Table:
             "Runtime of Graph Positional Encoding on one epoch on A100 compared to our 24-layer "
             "SAMSA model (seconds)."
         ),
-        source="SAMSA paper Table 4; notes samsa.md Sec. 3 (Table 4)",
+        source="SAMSA paper Table 4; arXiv 2408.05391",
         rows=(ROW,),
         columns=COLUMNS,
         cells=grid(
@@ -54,8 +54,8 @@ def get_table() -> Table:
             "(results/bench/samsa_table4.md), not by training runs.",
             "Not a same-machine comparison: LapPE / RWPE precompute times are copied from the LRGB "
             "paper (other hardware), the SAMSA epoch is the authors' A100; batch, precision and k "
-            "of the SAMSA run are not stated (notes Sec. 6, item 26).",
+            "of the SAMSA run are not stated (Table 4 caption, Sec. 5.3).",
             "Peptides-struct graphs have 'around 155 nodes' (paper; LRGB's training split holds "
-            "10,873 graphs, notes Sec. 2.2); SAMSA: 24 layers, d 128, batch 32 (Tables 7-8).",
+            "10,873 graphs, per the LRGB release); SAMSA: 24 layers, d 128, batch 32 (Tables 7-8).",
         ),
     )

@@ -1,8 +1,8 @@
 """SAMSA Table 5: inference time (s) over the ModelNet40 classification test split (2,468 shapes
 of 1,024 points), one A100 and 8 CPUs, batch 32: PointNet and DGCNN against hard / soft SAMSA.
 
-Numbers: the paper's Table 5 (checked against ../shared/papers/samsa.txt; notes samsa.md Sec. 3).
-PointNet and DGCNN are quoted from Kaba et al. 2023 (caption).
+Numbers: SAMSA (arXiv 2408.05391) Table 5. PointNet and DGCNN are quoted from Kaba et al. 2023
+(caption).
 
 Reproduced outside the training machinery, all models on one machine in one run: the whole test
 split (the generated shapes by default, the official release with `--source official`) through
@@ -40,7 +40,7 @@ def get_table() -> Table:
             "Inference time (in seconds) of the networks for ModelNet40 classification test split "
             "in 1 A100 and 8 CPUs with a batch size of 32."
         ),
-        source="SAMSA paper Table 5; notes samsa.md Sec. 3 (Table 5)",
+        source="SAMSA paper Table 5; arXiv 2408.05391",
         rows=(ROW,),
         columns=COLUMNS,
         cells=grid(
@@ -59,8 +59,8 @@ def get_table() -> Table:
             "scripts.samsa_table5 on one machine, every model in the same run "
             "(results/bench/samsa_table5.md), not by training runs.",
             "Not a same-machine comparison: PointNet / DGCNN times are copied from Kaba et al. "
-            "2023; the k of the SAMSA rows and the precision are not stated (notes Sec. 6, "
-            "item 26). SAMSA's ModelNet40 model: 6 layers, d 256, d_FFN 768, 8 heads (Table 8).",
+            "2023; the k of the SAMSA rows and the precision are not stated (Table 5 caption, Sec. "
+            "5.3). SAMSA's ModelNet40 model: 6 layers, d 256, d_FFN 768, 8 heads (Table 8).",
             "The text's '18x faster than PointNet' reads 18 s against hard-SAMSA's '<1s'.",
         ),
     )

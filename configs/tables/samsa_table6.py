@@ -1,11 +1,10 @@
 """SAMSA Table 6: ModelNet40 classification (mAcc, OA %) and ShapeNetPart part segmentation
 (class / instance mIoU %), SAMSA against point-cloud models.
 
-Numbers: the paper's Table 6 (checked against ../shared/papers/samsa.txt; notes samsa.md Sec. 3;
-"-" cells are left out). The baselines are literature numbers of the cited works (notes Sec. 5,
-Table 6; the caption does not say so). Runnable: the SAMSA rows (the point Transformer, k as
-noted below) and the PointNet / DGCNN ModelNet40 cells (our baselines), on the official
-releases:
+Numbers: SAMSA (arXiv 2408.05391) Table 6 ("-" cells are left out). The baselines are literature
+numbers of the cited works (our reading of the citations; the caption does not say so). Runnable:
+the SAMSA rows (the point Transformer, k as noted below) and the PointNet / DGCNN ModelNet40 cells
+(our baselines), on the official releases:
 
     python -m scripts.reproduce samsa.table6 --preset cpu --cells "ModelNet40 OA"
 
@@ -19,11 +18,11 @@ from attnbench.papers.tables import Table, grid
 COLUMNS = ("ModelNet40 mAcc", "ModelNet40 OA", "ShapeNetPart c. IoU", "ShapeNetPart i. IoU")
 
 RECIPE = {
-    "ModelNet40": "configs/pointcloud/modelnet40.py",
-    "ShapeNetPart": "configs/pointcloud/shapenetpart.py",
+    "ModelNet40": "pointcloud/modelnet40.py",
+    "ShapeNetPart": "pointcloud/shapenetpart.py",
 }
 # The SAMSA rows' k is not stated; Table 1's best of each (the numbers here are those,
-# truncated: notes Sec. 6, 18): hard ModelNet40 k=512, hard ShapeNetPart k=256, soft
+# truncated: Table 1 vs Table 6): hard ModelNet40 k=512, hard ShapeNetPart k=256, soft
 # ModelNet40 k=256. PointNet / DGCNN: our baselines (pointcloud.models) trained with the SAMSA
 # recipe's optimiser, classification only.
 ARGS = {
@@ -62,10 +61,10 @@ ROWS = {
 
 NOTES = {
     ("hard-SAMSA", "ModelNet40 OA"): (
-        "Table 1's best hard ModelNet40 is 91.39 (hard-512), truncated here (notes Sec. 6, 18)"
+        "Table 1's best hard ModelNet40 is 91.39 (hard-512), truncated here (Table 1 vs Table 6)"
     ),
     ("hard-SAMSA", "ShapeNetPart i. IoU"): (
-        "Table 1's best hard ShapeNetPart is 85.87 (hard-256), truncated here (notes Sec. 6, 18)"
+        "Table 1's best hard ShapeNetPart is 85.87 (hard-256), truncated here (Table 1 vs Table 6)"
     ),
     ("soft-SAMSA", "ModelNet40 OA"): "Table 1's soft-256 ModelNet40 is 91.72",
 }
@@ -92,7 +91,7 @@ def get_table() -> Table:
             "Experimental results on ModelNet40 dataset and part segmentation results on "
             "ShapeNetPart dataset against point-cloud specialized baselines (%)."
         ),
-        source="SAMSA paper Table 6; notes samsa.md Sec. 3 (Table 6)",
+        source="SAMSA paper Table 6; arXiv 2408.05391",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -106,13 +105,13 @@ def get_table() -> Table:
             note=lambda row, column: NOTES.get((row, column)),
         ),
         notes=(
-            "Baselines are quoted from the cited works (the caption does not say so; notes "
-            "Sec. 5, Table 6).",
+            "Baselines are quoted from the cited works (the caption does not say so; our reading "
+            "of the citations).",
             "SAMSA: ModelNet40 6 layers, ShapeNetPart 8 layers (d 256, d_FFN 768, 8 heads, "
             "dropout 0.1, drop-path 0.1; lr 2e-3, weight decay 0.1, 600 epochs; Tables 7-8); the "
             "k of each SAMSA row is not stated. ShapeNetPart was run hard only (Table 1), hence "
             "no soft IoU. mAcc and c. IoU appear only in this table.",
             "The SAMSA numbers are Table 1's best runs truncated to one decimal (91.39 -> 91.3, "
-            "85.87 -> 85.8; soft 91.72 -> 91.7) (notes Sec. 6, item 18).",
+            "85.87 -> 85.8; soft 91.72 -> 91.7) (Table 1 vs Table 6).",
         ),
     )

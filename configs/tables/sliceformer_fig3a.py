@@ -2,14 +2,14 @@
 
 The paper shuffles the tokens of an input, passes both orders through a Transformer and a
 Sliceformer, and plots the MAE between the outputs against depth: the Transformer's grows (the
-softmax's rounding, Fig. 2) and "our Sliceformer can preserve the permutation-invariance
-property perfectly". The notes (sliceformer.md Sec. 1.8) show the claim cannot hold for a
-residual Sliceformer beyond one layer: the sort output is order-invariant, the residual stream
-is order-equivariant, and their sum is neither. We measure it (`attnbench.papers.exact.
-permutation_mae`): a randomly initialised 6-layer encoder with the LRA Image Sliceformer
-recipe's widths, 1,024 shuffled tokens after a fixed [CLS], float32; the MAE of the [CLS]
-output after each layer. Columns: softmax attention; the Sliceformer as built (residual); the
-Sliceformer without the residual around attention; the max-exchange variant (residual).
+softmax's rounding, Fig. 2) and "our Sliceformer can preserve the permutation-invariance property
+perfectly". Our own float64 check (a random 4-layer model; not in the paper) shows the claim cannot
+hold for a residual Sliceformer beyond one layer: the sort output is order-invariant, the residual
+stream is order-equivariant, and their sum is neither. We measure it (`attnbench.papers.exact.
+permutation_mae`): a randomly initialised 6-layer encoder with the LRA Image Sliceformer recipe's
+widths, 1,024 shuffled tokens after a fixed [CLS], float32; the MAE of the [CLS] output after each
+layer. Columns: softmax attention; the Sliceformer as built (residual); the Sliceformer without the
+residual around attention; the max-exchange variant (residual).
 
     python -m scripts.reproduce sliceformer.fig3a
 """
@@ -58,7 +58,7 @@ def get_table() -> Table:
             "Mean absolute difference of the [CLS] output between a sequence and its shuffled "
             "version, after each layer of a randomly initialised encoder."
         ),
-        source="Sliceformer paper Fig. 3(a) and Sec. 4.1; notes sliceformer.md Sec. 1.8, 2.4",
+        source="Sliceformer paper Fig. 3(a) and Sec. 4.1; arXiv 2310.17683",
         rows=rows,
         columns=tuple(MODELS),
         cells=tuple(cells),
@@ -72,11 +72,11 @@ def get_table() -> Table:
             "A Transformer without positions is exactly permutation-equivariant, so its [CLS] "
             "difference is float32 rounding only; the Sliceformer's after layer 2 is "
             "structural (residual + order-invariant sort), not numerical.",
-            "Max-exchange is order-equivariant on the other tokens and invariant at [CLS] in "
-            "exact arithmetic (notes Sec. 1.8, float64). Ours runs the model as training does, "
-            "one jit-compiled float32 function: there its other tokens stop being equivariant "
-            "after layer 4 and [CLS] differs from layer 5 on. The same model run op by op "
-            "(not jit-compiled) gave 0.0 after every layer; we did not trace the cause further.",
+            "Max-exchange is order-equivariant on the other tokens and invariant at [CLS] in exact "
+            "arithmetic (our float64 check; not in the paper). Ours runs the model as training "
+            "does, one jit-compiled float32 function: there its other tokens stop being "
+            "equivariant after layer 4 and [CLS] differs from layer 5 on. The same model run op by "
+            "op (not jit-compiled) gave 0.0 after every layer; we did not trace the cause further.",
         ),
         plot="lines",
     )

@@ -1,10 +1,10 @@
 """Sliceformer Table 4: LRA test accuracy (%) of the Sliceformer under seven sorting mechanisms.
 
-Numbers: the paper's Table 4 (checked against ../shared/papers/sliceformer.txt), as extracted in
-../shared/papers/notes/sliceformer.md Sec. 3 (Table 4); all are the authors' runs. The ablation
-keeps the Sliceformer's LRA configs and swaps only the sorting mechanism (notes Sec. 2.3):
-here `model=sliceformer` plus `attn=<registered variant>` (attention/sliceformer.py; the
-variants' semantics are the notes' Sec. 1.4). Run, e.g.:
+Numbers: Sliceformer (arXiv 2310.17683) Table 4; all are the authors' runs. The ablation keeps the
+Sliceformer's LRA configs and swaps only the sorting mechanism (Sec. 4.1): here `model=sliceformer`
+plus `attn=<registered variant>` (attention/sliceformer.py; the variants of Sec. 3.3 and 4.1, coded
+as in the authors' DaShenZi721/sliceformer LRA/lra_benchmarks/models/sliceformer/sliceformer.py).
+Run, e.g.:
 
     python -m scripts.reproduce sliceformer.table4 --preset cpu --cells listops
     python -m scripts.reproduce sliceformer.table4 --preset cpu --cells "max-exchange/image"
@@ -53,7 +53,8 @@ ROWS = {
         (37.00, 62.90, 59.00, 40.48, 75.42, None, 54.96),
     ),
     # The printed numbers come from the fork's legacy jax.random.shuffle: a fixed permutation
-    # per channel (notes Sec. 1.4, 6.12), not the paper text's one shared permutation.
+    # per channel (DaShenZi721/sliceformer, LRA/lra_benchmarks/models/sliceformer/
+    # sliceformer.py), not the paper text's one shared permutation.
     "Shuffle": (
         "model=sliceformer,attn=sliceformer_shuffle_independent",
         (17.85, 50.49, 50.87, 10.00, 49.74, None, 35.79),
@@ -90,7 +91,7 @@ def get_table() -> Table:
             "The comparison for various sorting mechanisms on the Long Range Arena benchmark "
             "(test accuracy %)."
         ),
-        source="Sliceformer paper Table 4; notes sliceformer.md Sec. 3 (Table 4)",
+        source="Sliceformer paper Table 4; arXiv 2310.17683",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -107,19 +108,21 @@ def get_table() -> Table:
         notes=(
             "Every row runs the Sliceformer's per-task LRA configs (`model=sliceformer`); the "
             "authors switched the mechanism by commenting lines in their code, so every other "
-            "hyper-parameter is the same (notes Sec. 2.3). Variants: attention/sliceformer.py "
-            "and notes Sec. 1.4.",
+            "hyper-parameter is the same (dot_product_attention in DaShenZi721/sliceformer, "
+            "LRA/lra_benchmarks/models/sliceformer/sliceformer.py). Variants: "
+            "attention/sliceformer.py, after Sec. 3.3 and 4.1 and that file.",
             "The Ascending (Default) row duplicates Table 2's Sliceformer row (same config, same "
             "printed numbers).",
             "Padding: the fork ignores the padding mask when sorting; so do all rows here "
             "(`model=sliceformer` sets ignore_mask and an `attn=` Sliceformer variant keeps it).",
-            "Shuffle: the paper's text (one permutation for all columns) and the fork's code "
-            "(a fixed permutation per column) disagree (notes Sec. 6.12); the row runs the "
-            "code's semantics, which produced the printed numbers. Our per-column permutation "
-            "is fixed per (position, channel) and shared by the examples of a batch; the fork's "
-            "also differed per example slot of the batch.",
+            "Shuffle: the paper's text (one permutation for all columns) and the fork's code (a "
+            "fixed permutation per column) disagree (Sec. 4.1 vs. DaShenZi721/sliceformer, "
+            "LRA/lra_benchmarks/models/sliceformer/sliceformer.py); the row runs the code's "
+            "semantics, which produced the printed numbers. Our per-column permutation is fixed "
+            "per (position, channel) and shared by the examples of a batch; the fork's also "
+            "differed per example slot of the batch.",
             "Multi-permutation uses fixed alpha_k = 1/K (the code); the paper also allows a "
-            "learned alpha (notes Sec. 6.13).",
+            "learned alpha (Sec. 3.3).",
             "Path-X: FAIL for every row, so no number; our cells run it (`resolution=128`).",
             "Avg. Acc = mean of the five task columns (Path-X excluded); all printed averages "
             "are consistent with it.",

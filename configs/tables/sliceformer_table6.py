@@ -1,12 +1,11 @@
 """Sliceformer Table 6: Graphormer vs. Sliceformer (Graphormer with a query/key-free
 slicing-sorting attention) on PCQM4M-LSC, mean absolute error of the HOMO-LUMO gap (eV).
 
-Numbers: the paper's Table 6 (checked against ../shared/papers/sliceformer.txt), as extracted in
-../shared/papers/notes/sliceformer.md Sec. 3 (Table 6); both rows are the authors' runs (notes Sec.
-3: the Graphormer number is a re-run, not the Graphormer paper's own result). The "Size" column
-(parameters x 10^6) is computed exactly from the recipe's model
+Numbers: Sliceformer (arXiv 2310.17683) Table 6; both rows are the authors' runs (the Graphormer
+number is their re-run, not the Graphormer paper's own result; our reading, as Sec. 4.2 does not
+say). The "Size" column (parameters x 10^6) is computed exactly from the recipe's model
 (`attnbench.papers.exact:model_params_m`); the MAE cells train Graphormer-base on the official
-PCQM4M files (`configs/graphs/pcqm.py:source=official,version=v1`, softmax or the authors'
+PCQM4M files (`graphs/pcqm.py:source=official,version=v1`, softmax or the authors'
 `sliceformer_graph` attention):
 
     python -m scripts.reproduce sliceformer.table6 --list     # the cells and what they need
@@ -25,7 +24,7 @@ ATTENTION = {"Graphormer": "softmax", "Sliceformer": "sliceformer_graph"}
 
 def config(row: str) -> str:
     """The recipe of a row: Graphormer-base on the official PCQM4M (v1) files."""
-    return f"configs/graphs/pcqm.py:source=official,version=v1,attn={ATTENTION[row]}"
+    return f"graphs/pcqm.py:source=official,version=v1,attn={ATTENTION[row]}"
 
 
 def get_table() -> Table:
@@ -35,7 +34,7 @@ def get_table() -> Table:
             "The comparison on the number of parameters (x 10^6) and prediction error (MAE) "
             "on PCQM4M-LSC."
         ),
-        source="Sliceformer paper Table 6; notes sliceformer.md Sec. 3 (Table 6)",
+        source="Sliceformer paper Table 6; arXiv 2310.17683",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -55,10 +54,11 @@ def get_table() -> Table:
             "feature tables of Graphormer v1.0), counted on our model: 47,085,377 and 32,911,169 "
             "(the Sliceformer removes W_Q, W_K and their biases, -30%), as the paper prints.",
             "PCQM4M-LSC (OGB-LSC 2021, v1) test labels are hidden, so the MAE is on the valid "
-            "split (notes Sec. 2.7), i.e. our val_best.",
-            "The Sliceformer-Graphormer attention formula is not stated in the paper; the "
-            "authors' code uses softmax(S + E) V + Sort(V) (notes Sec. 6.22), our "
-            "`sliceformer_graph` mechanism. Training budget per the code: 1M updates at batch 256 "
-            "(results.xlsx: 2M at batch 128), our recipe's.",
+            "split (our reading; Sec. 4.2 does not name the split), i.e. our val_best.",
+            "The Sliceformer-Graphormer attention formula is not stated in the paper; the authors' "
+            "code uses softmax(S + E) V + Sort(V) (DaShenZi721/sliceformer, "
+            "Graphormer/graphormer/model.py, class SWD), our `sliceformer_graph` mechanism. "
+            "Training budget per the code: 1M updates at batch 256 (Graphormer/commands.txt; the "
+            "authors' LRA/results.xlsx: 2M at batch 128), our recipe's.",
         ),
     )

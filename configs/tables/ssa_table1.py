@@ -5,20 +5,20 @@ with w windows, i.e. 1/w of the attention sampled), each without and with "+FT" 
 the last 10% of training). Columns, per dataset: dev/test perplexity (WikiText-103) or bits per
 byte (Enwik8), and the normalised training Compute / Memory / Speed (C / M / S, S0 = 1).
 
-Numbers: the paper's Table 1 (checked against ../shared/papers/ssa.txt), as extracted in
-../shared/papers/notes/ssa.md Sec. 3. The Ppl / BPB cells train the language recipes on the
-official data (`configs/language/wikitext103.py:source=official,ssa=S12-L4,ft=1`,
-`configs/language/enwik8.py:source=official,ssa=S12-L4`; `lm_config`). The C column is
-computed (no training); list the cells with
+Numbers: SSA (arXiv 2306.01705) Table 1. The Ppl / BPB cells train the language recipes on the
+official data (`language/wikitext103.py:source=official,ssa=S12-L4,ft=1`,
+`language/enwik8.py:source=official,ssa=S12-L4`; `lm_config`). The C column is computed (no
+training); list the cells with
 
     python -m scripts.reproduce ssa.table1 --list
 
 C is `attnbench.nn.flops.ssa_compute_ratio`: forward FLOPs of the transformer layers of the paper's
-full-size decoder (notes Sec. 1.5), `(1 - 0.1)·C + 0.1` for +FT. M and S were measured on the
-authors' V100 GPUs; our CPU-scale counterpart of the L4 ratios (the LRA Text encoder at 4K
-tokens, a quarter of the sources kept) is named by the S0 and S16-L4 M / S cells (`measure`) and
-measured by `python -m scripts.speed_tables --tables ssa` (results/bench/paper_ssa.md): a
-different model, so those cells still say what reproducing them needs.
+full-size decoder (our derivation from the cost definitions of Sec. 4.1 and App. C; the paper does
+not state the formula), `(1 - 0.1)·C + 0.1` for +FT. M and S were measured on the authors' V100
+GPUs; our CPU-scale counterpart of the L4 ratios (the LRA Text encoder at 4K tokens, a quarter of
+the sources kept) is named by the S0 and S16-L4 M / S cells (`measure`) and measured by `python -m
+scripts.speed_tables --tables ssa` (results/bench/paper_ssa.md): a different model, so those cells
+still say what reproducing them needs.
 
 This module also holds the recipes (`lm_config`) and the `needs` wording the other SSA tables
 share for the language runs.
@@ -30,8 +30,8 @@ from attnbench.papers.tables import Cell, Table
 
 # The recipes of the language rows (official data; the paper preset).
 RECIPES = {
-    "WikiText-103": "configs/language/wikitext103.py:source=official",
-    "Enwik8": "configs/language/enwik8.py:source=official",
+    "WikiText-103": "language/wikitext103.py:source=official",
+    "Enwik8": "language/enwik8.py:source=official",
 }
 # The SSA rows each recipe takes (`ssa=`); the others are not runnable yet.
 RECIPE_ROWS = {
@@ -158,8 +158,8 @@ DATASETS = {
 
 CELL_NOTES = {
     ("WikiText-103", "S16-L6 +FT"): (
-        "printed 17.09 / 17.86, identical to S12-L4 +FT: possibly a copy/paste error in the "
-        "paper (notes Sec. 6, inconsistency 2)"
+        "printed 17.09 / 17.86, identical to S12-L4 +FT: possibly a copy/paste error in the paper "
+        "(Table 1)"
     ),
 }
 
@@ -234,7 +234,7 @@ def get_table() -> Table:
             "Results on language modeling tasks on WikiText-103 and Enwik8 (dev/test perplexity "
             "and bits per byte; C/M/S: normalized Compute/Memory/Speedup of training, S0 = 1)."
         ),
-        source="SSA paper Table 1; notes ssa.md Sec. 3 (Table 1)",
+        source="SSA paper Table 1; arXiv 2306.01705",
         rows=tuple(SETUPS),
         columns=tuple(columns),
         cells=tuple(cells),
@@ -249,12 +249,13 @@ def get_table() -> Table:
             "before the +FT phase.",
             "C: total training compute; M, S: averaged over training (also for +FT rows). C is "
             "computed exactly by attnbench.nn.flops.ssa_compute_ratio (forward FLOPs of the "
-            "transformer layers, 2·12·d² + 4·N_src·d per token and layer; notes Sec. 1.5); it "
+            "transformer layers, 2·12·d² + 4·N_src·d per token and layer; our derivation from the "
+            "cost definitions of Sec. 4.1 and App. C; the paper does not state the formula); it "
             "matches every printed C to 2 decimals.",
             "Enwik8 S16-L6 / S16-L8 (+FT) are blank in the paper (not run); only their C cells "
             "are kept, as our count with no paper number.",
             "Best per the text: WikiText-103 S16-L4 +FT; Enwik8 S12-L4 (+FT).",
-            "WikiText-103 S16-L6 +FT repeats S12-L4 +FT's 17.09 / 17.86 (notes Sec. 6, 2).",
+            "WikiText-103 S16-L6 +FT repeats S12-L4 +FT's 17.09 / 17.86 (Table 1).",
             SPEED_COUNTERPART + ".",
         ),
     )

@@ -6,11 +6,10 @@ dimension and C / M / S normalised to S0. Right: Swin-T with 7x7 (W7) or 14x14 (
 W14-S<l>-L4 splits each 14x14 window into four 7x7 sub-windows in l layers; top-1 validation
 accuracy and C / M / S normalised to W14-S0.
 
-Numbers: the paper's Table 2 (checked against ../shared/papers/ssa.txt), as extracted in
-../shared/papers/notes/ssa.md Sec. 3. The CIFAR-10 BPD cells train configs/language/cifar10.py
-on the official pickles (`source=official`, `ssa=S16-L4`, `ft=1`; `CIFAR_CONFIG`); the ImageNet
-rows run configs/vision/imagenet.py's Swin-T (`window=14`, `ssa=S10|S6`, `ft=1`;
-`IMAGENET_CONFIG`); the C columns are computed exactly (no training):
+Numbers: SSA (arXiv 2306.01705) Table 2. The CIFAR-10 BPD cells train configs/language/cifar10.py on
+the official pickles (`source=official`, `ssa=S16-L4`, `ft=1`; `CIFAR_CONFIG`); the ImageNet rows
+run configs/vision/imagenet.py's Swin-T (`window=14`, `ssa=S10|S6`, `ft=1`; `IMAGENET_CONFIG`); the
+C columns are computed exactly (no training):
 
     python -m scripts.reproduce ssa.table2 --list
 
@@ -23,7 +22,7 @@ from __future__ import annotations
 from attnbench.papers.tables import Cell, Table
 from configs.tables.ssa_table1 import SPEED_COUNTERPART, compute_cell, counterpart, gpu_needs
 
-CIFAR_RECIPE = "configs/language/cifar10.py:source=official"
+CIFAR_RECIPE = "language/cifar10.py:source=official"
 # CIFAR-10 row -> its recipe (configs/language/cifar10.py on the official pickles)
 CIFAR_CONFIG = {
     "S0 (Dense)": CIFAR_RECIPE,
@@ -37,7 +36,7 @@ GPU_NEEDS = {
     ),
     "ImageNet-1K": (
         "GPU timing of the paper's setting (Swin-T at 224x224 on an accelerator; the recipe is "
-        "configs/vision/imagenet.py, IMAGENET_CONFIG)"
+        "vision/imagenet.py, IMAGENET_CONFIG)"
     ),
 }
 
@@ -62,7 +61,7 @@ IMAGENET_BASELINE = "W14-S0 (Dense)"
 def imagenet_config(row: str, **extra) -> str:
     """The recipe of an ImageNet row, with extra `key=value` arguments (e.g. sampling=)."""
     args = ",".join([IMAGENET_CONFIG[row], *(f"{k}={v}" for k, v in extra.items())])
-    return f"configs/vision/imagenet.py:{args}"
+    return f"vision/imagenet.py:{args}"
 
 
 # ImageNet-1K row: (top-1 %, C, M, S), normalised to W14-S0
@@ -94,12 +93,12 @@ NOTES = {
         "layer)"
     ),
     ("W7-S0 (Dense)", "ImageNet C"): (
-        "a plain Swin-T count gives W7/W14 = 0.92 (notes Sec. 1.5), not 0.90"
+        "a plain Swin-T count gives W7/W14 = 0.92 (our count; the paper gives none), not 0.90"
     ),
-    ("W14-S10-L4", "ImageNet C"): ("a plain Swin-T count gives 0.92 (notes Sec. 1.5), not 0.90"),
+    ("W14-S10-L4", "ImageNet C"): ("a plain Swin-T count gives 0.92 (our count), not 0.90"),
     ("W14-S10-L4 +FT", "ImageNet S"): (
-        "1.13 does not follow from S = 1.13 without FT under either averaging convention "
-        "(about 1.115; notes Sec. 6, inconsistency 5)"
+        "1.13 does not follow from S = 1.13 without FT under either averaging convention (about "
+        "1.115; our arithmetic from the conventions of Sec. 4.1)"
     ),
 }
 
@@ -178,7 +177,7 @@ def get_table() -> Table:
             "results on ImageNet-1K (Swin-T top-1 accuracy %); C/M/S: normalized Compute/Memory/"
             "Speedup of training."
         ),
-        source="SSA paper Table 2; notes ssa.md Sec. 3 (Table 2)",
+        source="SSA paper Table 2; arXiv 2306.01705",
         rows=(*CIFAR, *IMAGENET),
         columns=COLUMNS,
         cells=tuple(cells),
@@ -196,16 +195,17 @@ def get_table() -> Table:
             "CIFAR-10: 16-layer decoder over 3,072 sub-pixel tokens (the paper's #Params 203M), "
             "2-D relative position bias, no dropout, DistAug augmentation; S16-L4 = 4 vertical "
             "windows of 8 rows, sigma = 0.25 x side, in all layers. C/M/S normalised to its S0.",
-            "ImageNet-1K: Swin-T (12 layers, #Params 28M), 224x224. C/M/S normalised to "
-            "W14-S0, so W7-S0 has C < 1. W14-S10 = SSA in the FIRST 10 layers (the two 7x7 "
-            "stage-4 layers cannot be split); W14-S6 = layers 5-10 (notes Sec. 6, 12).",
+            "ImageNet-1K: Swin-T (12 layers, #Params 28M), 224x224. C/M/S normalised to W14-S0, so "
+            "W7-S0 has C < 1. W14-S10 = SSA in the FIRST 10 layers (the two 7x7 stage-4 layers "
+            "cannot be split); W14-S6 = layers 5-10 (Sec. 4.2 and App. D).",
             "+FT rows: total compute, memory and speed averaged over training. Quality metrics "
             "are the final model's (`*_last`).",
             "CIFAR-10 C is computed exactly by attnbench.nn.flops.ssa_compute_ratio (run "
             "'CIFAR-10'); it gives 0.775 for S16-L4 +FT against the printed 0.77 (see the cell's "
             "note). ImageNet C is the ratio of the Swin-T recipes' training-forward matmul FLOPs "
             "(attnbench.papers.exact.model_compute_ratio; SSA counts only the sampled sources): "
-            "0.92 / 0.92 / 0.97 against the printed 0.90 / 0.90 / 0.97, as the notes' plain count.",
+            "0.92 / 0.92 / 0.97 against the printed 0.90 / 0.90 / 0.97, as a plain analytic Swin-T "
+            "count also gives.",
             "Best per the text: CIFAR-10 S16-L4 +FT; ImageNet W14-S6-L4 +FT among SSA runs.",
             SPEED_COUNTERPART + ".",
         ),

@@ -4,12 +4,11 @@ Rows: the dense S0 and S6-U<x> (unbiased SSA in all 6 layers, x% of the source n
 Columns: validation MAE and normalised training compute, without and with +FT (SSA off for
 the last 10% of training).
 
-Numbers: the paper's Table 3 (checked against ../shared/papers/ssa.txt), as extracted in
-../shared/papers/notes/ssa.md Sec. 3. The MAE cells train EGT-Simple small on the official
-PCQM4Mv2 files (`configs/graphs/pcqm.py:source=official,version=v2,model=egt[,ssa=U<x>][,ft=1]`);
-the Compute cells are computed exactly from the recipes' models (`attnbench.papers.exact:
-model_compute_ratio`: training-forward matmul FLOPs against S0's, at PCQM4Mv2's mean graph of
-14 heavy atoms plus the 4 virtual nodes); list the cells with
+Numbers: SSA (arXiv 2306.01705) Table 3. The MAE cells train EGT-Simple small on the official
+PCQM4Mv2 files (`graphs/pcqm.py:source=official,version=v2,model=egt[,ssa=U<x>][,ft=1]`); the
+Compute cells are computed exactly from the recipes' models (`attnbench.papers.exact:
+model_compute_ratio`: training-forward matmul FLOPs against S0's, at PCQM4Mv2's mean graph of 14
+heavy atoms plus the 4 virtual nodes); list the cells with
 
     python -m scripts.reproduce ssa.table3 --list
 
@@ -20,7 +19,7 @@ from __future__ import annotations
 
 from attnbench.papers.tables import Table, grid
 
-BASELINE = "configs/graphs/pcqm.py:source=official,version=v2,model=egt"
+BASELINE = "graphs/pcqm.py:source=official,version=v2,model=egt"
 
 
 def config(row: str, finetune: bool = False, ensemble: int = 0) -> str:
@@ -82,7 +81,7 @@ def get_table() -> Table:
         key="ssa.table3",
         caption="Graph regression results on PCQM4Mv2 dataset (validation MAE; normalized "
         "training compute, S0 = 1).",
-        source="SSA paper Table 3; notes ssa.md Sec. 3 (Table 3)",
+        source="SSA paper Table 3; arXiv 2306.01705",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -104,10 +103,10 @@ def get_table() -> Table:
             "dropped. Memory and speed were not reported (graph data loading was the "
             "bottleneck).",
             "S0's MAE 0.0905 is the value reported in the EGT paper [26] (marked quoted).",
-            "Best: S6-U20 +FT and S6-U30 +FT (0.0876). The text's 'around 10% less compute' "
-            "holds for U30 +FT (0.90); U20 +FT is 0.94 (notes Sec. 6, 7).",
-            "The printed compute fits C ~ 1 - 0.36 x drop (notes Sec. 1.5), and +FT = 0.9 C + "
-            "0.1 to within rounding.",
+            "Best: S6-U20 +FT and S6-U30 +FT (0.0876). The text's 'around 10% less compute' holds "
+            "for U30 +FT (0.90); U20 +FT is 0.94 (Sec. 4.3 vs Table 3).",
+            "The printed compute fits C ~ 1 - 0.36 x drop (our fit to Table 3; the paper gives no "
+            "formula), and +FT = 0.9 C + 0.1 to within rounding.",
             "Quality metrics are the final model's (`*_last`): a best-checkpoint pick could land "
             "before the +FT phase.",
             "Our compute (EGT-Simple small as graphs/egt.py builds it, 11,430,657 parameters): "

@@ -4,8 +4,7 @@ Each S6-U<x> model of Table 3, without and with +FT, is evaluated twice: "Renorm
 attention at inference; the numbers repeat Table 3) and "Ensemble" (the mean of 50 predictions
 with the same unbiased SSA as in training, for each input graph). All cells: validation MAE.
 
-Numbers: the paper's Table 5 (checked against ../shared/papers/ssa.txt), as extracted in
-../shared/papers/notes/ssa.md Sec. 3. Each row trains the Table 3 recipe once with `ensemble=50`:
+Numbers: SSA (arXiv 2306.01705) Table 5. Each row trains the Table 3 recipe once with `ensemble=50`:
 its evaluation reports the dense pass (Renorm., `mae`) and the model-level self-ensemble of 50
 subsampled passes (Ensemble, `mae_ensemble`) side by side; list the cells with
 
@@ -36,7 +35,7 @@ def get_table() -> Table:
             "produced with 50 samples for each input graph; Renorm.: dense attention at "
             "inference."
         ),
-        source="SSA paper Table 5; notes ssa.md Sec. 3 (Table 5)",
+        source="SSA paper Table 5; arXiv 2306.01705",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -57,9 +56,9 @@ def get_table() -> Table:
             "`mae_ensemble`).",
             "EGT-Simple small (6 layers, 11M parameters); ensembles average the 50 predicted "
             "values, sampling as in training (the same U<x>, also for +FT models).",
-            "The text says the self-ensembles (of the models trained without FT) are even "
-            "better than the renormalised fine-tuned models; in the table that holds for "
-            "U10-U30 only, not for U40 (0.0893 vs 0.0879) or U50 (0.0945 vs 0.0908) (notes "
-            "Sec. 6, 6). Ensembles of +FT models are worse than their Renorm. except U10.",
+            "The text says the self-ensembles (of the models trained without FT) are even better "
+            "than the renormalised fine-tuned models; in the table that holds for U10-U30 only, "
+            "not for U40 (0.0893 vs 0.0879) or U50 (0.0945 vs 0.0908) (Sec. 4.4 vs Table 5). "
+            "Ensembles of +FT models are worse than their Renorm. except U10.",
         ),
     )

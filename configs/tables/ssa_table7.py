@@ -3,17 +3,16 @@
 Rows: the five datasets (the model of each in the notes below). Columns: total training compute
 in ExaFLOP, peak memory per GPU (GB) and time per step (ms), on the authors' V100 32 GB GPUs.
 
-Numbers: the paper's Table 7 (checked against ../shared/papers/ssa.txt), as extracted in
-../shared/papers/notes/ssa.md Sec. 3. Compute the three decoder runs' and Swin-T's compute (no
+Numbers: SSA (arXiv 2306.01705) Table 7. Compute the three decoder runs' and Swin-T's compute (no
 training):
 
     python -m scripts.reproduce ssa.table7
 
 The decoders' compute is `attnbench.papers.exact.ssa_exaflop`: forward FLOPs of the transformer
-layers per token x context x batch x steps (notes Sec. 1.5; the run sizes are
-`attnbench.nn.flops.SSA_RUNS`); Swin-T's and EGT small's are `attnbench.papers.exact.recipe_exaflop`
-of their recipes (the W14 recipe of configs/vision/imagenet.py; the dense EGT of
-configs/graphs/pcqm.py).
+layers per token x context x batch x steps (our derivation from the cost definitions of Sec. 4.1 and
+App. C; the paper does not state the formula; the run sizes are `attnbench.nn.flops.SSA_RUNS`);
+Swin-T's and EGT small's are `attnbench.papers.exact.recipe_exaflop` of their recipes (the W14
+recipe of configs/vision/imagenet.py; the dense EGT of configs/graphs/pcqm.py).
 """
 
 from __future__ import annotations
@@ -56,9 +55,9 @@ COMPUTE_NOTES = {
         "which we do not count)"
     ),
     "ImageNet-1k": (
-        "our count of the W14 Swin-T recipe (4.89 GMAC per image, 2 FLOPs per MAC, 300 epochs "
-        "of 1,251 steps x 1,024 images) is 3.76 EFLOP (W7: 3.45), as the notes' plain count "
-        "(Sec. 1.5), not 3.2: the paper's counter or schedule differs"
+        "our count of the W14 Swin-T recipe (4.89 GMAC per image, 2 FLOPs per MAC, 300 epochs of "
+        "1,251 steps x 1,024 images) is 3.76 EFLOP (W7: 3.45), as a plain analytic count also "
+        "gives, not 3.2: the paper's counter or schedule differs"
     ),
     "PCQM4Mv2": (
         "our count of the EGT-Simple small recipe (1M steps at batch 128, the EGT small "
@@ -111,7 +110,7 @@ def get_table() -> Table:
         key="ssa.table7",
         caption="Baseline (S0) training cost for different datasets (total compute, memory per "
         "GPU, time per step).",
-        source="SSA paper Table 7; notes ssa.md Sec. 3 (Table 7)",
+        source="SSA paper Table 7; arXiv 2306.01705",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=tuple(cells),
@@ -120,9 +119,10 @@ def get_table() -> Table:
             "Models (the paper's Model column): WikiText-103, Enwik8, CIFAR-10: 16-layer "
             "transformer decoders (width 1024); ImageNet-1k: Swin-Tiny; PCQM4Mv2: EGT small.",
             "Compute counts forward FLOPs only (2 per multiply-add, transformer layers, causal "
-            "mask not discounted; notes Sec. 1.5): WikiText-103 7.600, Enwik8 1.759, CIFAR-10 "
-            "23.749 EFLOP by attnbench.papers.exact.ssa_exaflop, against the printed "
-            "7.6 / 1.7 / 23.8.",
+            "mask not discounted; our derivation from the cost definitions of Sec. 4.1 and App. C; "
+            "the paper does not state the formula): WikiText-103 7.600, Enwik8 1.759, CIFAR-10 "
+            "23.749 EFLOP by attnbench.papers.exact.ssa_exaflop, against the printed 7.6 / 1.7 / "
+            "23.8.",
             "Memory and time were measured on the authors' V100 32 GB GPUs (PyTorch, mixed "
             "precision; per-GPU batch not stated); PCQM4Mv2's are '-' in the paper (data loading "
             "was the bottleneck) and are left out.",

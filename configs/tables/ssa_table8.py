@@ -5,10 +5,9 @@ windows), each without and with +FT. Columns: dev/test perplexity (WikiText-103)
 byte (Enwik8) of locally biased SSA (the numbers repeat Table 1's S16-L2 / S16-L4) and of
 unbiased SSA (the same windows, sources shuffled uniformly).
 
-Numbers: the paper's Table 8 (App. D; checked against ../shared/papers/ssa.txt), as extracted
-in ../shared/papers/notes/ssa.md Sec. 3. Every cell trains a language recipe on the official
-data (`ssa_table1.lm_config`: `ssa=S16-L2|S16-L4`, `ft=1`, `sampling=unbiased` for the Unbiased
-columns); list the cells with
+Numbers: SSA (arXiv 2306.01705) Table 8 (App. D). Every cell trains a language recipe on the
+official data (`ssa_table1.lm_config`: `ssa=S16-L2|S16-L4`, `ft=1`, `sampling=unbiased` for the
+Unbiased columns); list the cells with
 
     python -m scripts.reproduce ssa.table8 --list
 """
@@ -56,7 +55,7 @@ def get_table() -> Table:
             "and Enwik8 (dev/test perplexity and bits per byte); SSA in all layers with 2 or 4 "
             "windows (50% or 25% of the attention sampled)."
         ),
-        source="SSA paper Table 8; notes ssa.md Sec. 3 (Table 8)",
+        source="SSA paper Table 8; arXiv 2306.01705",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -75,10 +74,10 @@ def get_table() -> Table:
             "The Locally Biased columns repeat Table 1's S16-L2 (50%) and S16-L4 (25%) rows "
             "(ssa.table1), as the caption says. The Enwik8 column head is printed 'Locally "
             "biased' (lower case).",
-            "Unbiased SSA for the causal models is described only as 2- / 4-window attention; "
-            "we read it as the windowed scheme with a uniform causal shuffle (Alg. 1 plus a "
-            "causal mask would leave early tokens without sources; notes Sec. 6, 7): "
-            "attention.ssa with sampling='unbiased', causal=True.",
+            "Unbiased SSA for the causal models is described only as 2- / 4-window attention; we "
+            "read it as the windowed scheme with a uniform causal shuffle (Alg. 1 plus a causal "
+            "mask would leave early tokens without sources; our reading of App. D): attention.ssa "
+            "with sampling='unbiased', causal=True.",
             "Quality metrics are the final model's (`*_last`): a best-checkpoint pick could land "
             "before the +FT phase.",
         ),

@@ -5,8 +5,7 @@ first 4 layers excluded (6 layers, W14-S6-L4), each without and with +FT. Column
 validation accuracy (%) with locally biased SSA (the numbers repeat Table 2) and with unbiased
 SSA.
 
-Numbers: the paper's Table 9 (App. D; checked against ../shared/papers/ssa.txt), as extracted
-in ../shared/papers/notes/ssa.md Sec. 3. Every cell runs a Swin-T recipe of
+Numbers: SSA (arXiv 2306.01705) Table 9 (App. D). Every cell runs a Swin-T recipe of
 configs/vision/imagenet.py (`window=14,ssa=S10|S6[,ft=1],sampling=local|unbiased`); list them:
 
     python -m scripts.reproduce ssa.table9
@@ -35,7 +34,7 @@ def get_table() -> Table:
             "Locally biased vs unbiased SSA results on the ImageNet-1K image classification "
             "task (Swin-T, W14, 25% sampled with 4 sub-windows; top-1 validation accuracy %)."
         ),
-        source="SSA paper Table 9; notes ssa.md Sec. 3 (Table 9)",
+        source="SSA paper Table 9; arXiv 2306.01705",
         rows=tuple(ROWS),
         columns=COLUMNS,
         cells=grid(
@@ -51,7 +50,7 @@ def get_table() -> Table:
             "(ssa.table2), as the caption says. Unbiased: a uniform shuffle of the sources "
             "inside each 14x14 window, then four 7x7 sub-windows.",
             "'10 layers' = SSA in the first 10 layers (the two 7x7 stage-4 layers cannot be "
-            "split); '6 layers' = the first 4 layers excluded (notes Sec. 6, 12).",
+            "split); '6 layers' = the first 4 layers excluded (App. D, Sec. 4.2).",
             "Quality metrics are the final model's (`*_last`): a best-checkpoint pick could land "
             "before the +FT phase.",
         ),
