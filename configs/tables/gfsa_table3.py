@@ -50,7 +50,7 @@ CELL_NOTES = {
     "80.86; jeongwhanchoi/GFSA Image/gfsa.py).",
     "CaiT-S + GFSA (24L)": "K = 4 (Table 14: 82.84).",
     "CaiT-S (24L)": "CaiT's own 82.6 comes from its 400-epoch recipe; our run trains GFSA's "
-    "CaiT-S24 recipe (500 epochs, configs/vision/common.py: CAIT_S24), the schedule of the GFSA "
+    "CaiT-S24 recipe (500 epochs, configs/vision/imagenet.py: CAIT_S24), the schedule of the GFSA "
     "row (jeongwhanchoi/GFSA Image/logs/imnet1k_gfsa_cait_S24_224/log.txt).",
 }
 
@@ -75,7 +75,7 @@ NOTES = (
     "Every row reappears in Table 15 (gfsa.table15); the GFSA rows also in Table 12.",
     "Our runs: each backbone and its GFSA row train the same recipe (configs/vision/imagenet.py: "
     "DeiT-S 300 epochs, CaiT-S24 500 epochs as GFSA's code, Swin-S 300), so baseline and GFSA "
-    "share a schedule; K is the recipe's per backbone (configs/vision/common.py: GFSA_ORDER: "
+    "share a schedule; K is the recipe's per backbone (configs/vision/imagenet.py: GFSA_ORDER: "
     "DeiT-S 3, CaiT-S 4, Swin-S 3), the K of the cell notes.",
 )
 

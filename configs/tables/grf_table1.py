@@ -16,7 +16,7 @@ from attnbench.papers.tables import Table, grid
 
 COLUMNS = ("ImageNet", "iNaturalist2021", "Places365 (Small)")
 
-# column -> recipe file (GRF's ViT-B, configs/vision/common.py: grf_vit)
+# column -> recipe file (GRF's ViT-B, configs/vision/grf_vit.py: grf_vit)
 CONFIG = {
     "ImageNet": "vision/imagenet.py:model=grf_vit",
     "iNaturalist2021": "vision/inaturalist.py:model=grf_vit",
@@ -27,7 +27,7 @@ ATTN = {
     "Unmasked softmax": "softmax",
     "Toeplitz-masked linear": "toeplitz",
     "M_alpha(G)-masked linear": "grf_dense",
-    "Unmasked linear": "linear",  # phi = ReLU (configs/vision/common.py: grf_rows)
+    "Unmasked linear": "linear",  # phi = ReLU (configs/vision/grf_vit.py: grf_rows)
     "GRF-masked linear": "",
 }
 

@@ -8,7 +8,7 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke   scaling of the recipe (default paper; configs/vision/presets.py)
-    model=vit|sliceformer    Table 5's rows (configs/vision/common.py: vit_sliceformer)
+    model=vit|sliceformer    Table 5's rows (configs/vision/sliceformer_vit.py)
     attn=<mechanism>         any name in `attention.names()` (grf masks the 2-D patch grid)
 
 Data (`config.data.source`): `official` reads `train` and `test` of the python version from
@@ -18,8 +18,8 @@ a stand-in; `tfds` reads TFDS `cifar100`.
 
 from __future__ import annotations
 
-from configs.vision import common
+from configs.vision import sliceformer_vit
 
 
 def get_config(arg: str | None = None):
-    return common.sliceformer_table5("cifar100", arg)
+    return sliceformer_vit.sliceformer_table5("cifar100", arg)

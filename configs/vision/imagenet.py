@@ -1,4 +1,21 @@
-"""ImageNet-1k (ILSVRC-2012) with DeiT-S or Swin: GFSA Tables 3 and 12 (with `attn=gfsa`).
+"""ImageNet-1k (ILSVRC-2012) with DeiT-S, CaiT-S24, Swin or GRF's ViT-B: GFSA Tables 3 and 12
+(with `attn=gfsa`), SSA Tables 2 and 9 (Swin-T with `ssa=`), GRF Tables 1 and 3 (`model=grf_vit`).
+This file holds the recipes of the papers that ran ImageNet, each from its source's numbers
+(commented where set); GRF's ViT-B, which Places365 and iNaturalist share, is
+configs/vision/grf_vit.py.
+
+Recipes (`model=`):
+  deit_s       DeiT-S (Touvron et al. 2021), GFSA Tables 3 and 12's backbone: 12 layers, 384
+               wide, 6 heads, patch 16 at 224 px, the DeiT training recipe (`deit_s`).
+  deit_s24     the 24-layer DeiT-S of GFSA Tables 3 and 12 (dropout 0.2, GFSA App. M.1).
+  cait_s24     CaiT-S24 (Touvron et al. 2021b), GFSA Tables 3, 12 and 14's backbone: 24
+               talking-heads self-attention blocks with LayerScale, 2 class-attention blocks.
+  swin_t, swin_s  Swin-T / Swin-S (Liu et al. 2021) at 224 px, GFSA Table 12's Swin-S (`swin`);
+               SSA's Swin-T with `ssa=` (`ssa_swin`, `ssa_rows`).
+  grf_vit      GRF Tables 1 and 3's ViT-B, GRF-masked (configs/vision/grf_vit.py).
+`attn=` swaps the mechanism (e.g. `model=deit_s,attn=gfsa` is "DeiT-S + GFSA"); GFSA gets the
+K of the authors' runs per backbone (`GFSA_ORDER`) and, on CaiT, filters the talking-heads matrix
+(`gfsa_rows`).
 
 Run:
     python -m scripts.train --config configs/vision/imagenet.py:preset=cpu --workdir runs/in-cpu
@@ -7,10 +24,10 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke   scaling of the recipe (default paper; configs/vision/presets.py)
-    model=deit_s|deit_s24    DeiT-S with 12 or 24 layers (configs/vision/common.py: deit_s)
-    model=cait_s24           CaiT-S24, talking-heads attention (configs/vision/common.py)
-    model=swin_t|swin_s      Swin-T / Swin-S (configs/vision/common.py: swin)
-    model=grf_vit            GRF Tables 1 / 3's ViT-B, GRF-masked (configs/vision/common.py)
+    model=deit_s|deit_s24    DeiT-S with 12 or 24 layers (`deit_s` below)
+    model=cait_s24           CaiT-S24, talking-heads attention (`cait_s24` below)
+    model=swin_t|swin_s      Swin-T / Swin-S (`swin` below)
+    model=grf_vit            GRF Tables 1 / 3's ViT-B, GRF-masked (configs/vision/grf_vit.py)
     p_halt=0.5               grf_vit: the walks' halting probability (Table 3's ablation)
     order=4                  attn=gfsa: K instead of the backbone's (GFSA Tables 13 and 14)
     window=14                swin: windows of 14 x 14 patches instead of 7 (SSA Table 2's W14;
@@ -19,7 +36,7 @@ Config argument (comma-separated `key=value`):
     sampling=local|unbiased  ssa: locally biased (default) or unbiased sources (Table 9)
     ft=1                     ssa: +FT, the last 10% of the steps with dense attention
     attn=<mechanism>         any name in `attention.names()`; gfsa is "DeiT-S + GFSA" (K and,
-                             on CaiT, the talking-heads matrix: common.gfsa_rows)
+                             on CaiT, the talking-heads matrix: `gfsa_rows` below)
 
 Data (`config.data.source`): `official` reads `train/<synset>/*.JPEG` and `val/<synset>/*.JPEG`
 under `config.data.dir` (val in class folders, as torchvision and timm read it), decoded lazily
@@ -30,7 +47,9 @@ Fashion-MNIST (offline), labelled as a stand-in.
 from __future__ import annotations
 
 from attnbench import config as config_lib
-from configs.vision import common, presets
+from configs import common
+from configs.vision import common as vision_common
+from configs.vision import grf_vit, presets
 from vision import data
 
 
@@ -40,13 +59,13 @@ def get_config(arg: str | None = None):
     # order=: GFSA's K instead of the recipe's (GFSA Tables 13 / 14's sweeps); window=, ssa=,
     # sampling=, ft=: SSA's Swin-T (SSA Tables 2 and 9)
     extra = {"p_halt": 0.0, "order": 0, "window": 0, "ssa": "", "sampling": "local", "ft": 0}
-    args = common.parse(
+    args = vision_common.parse(
         arg,
         "deit_s",
         recipes=recipes,
         extra=extra,
         choices={
-            "ssa": (("", *common.SSA_SWIN_STAGES), "SSA layers"),
+            "ssa": (("", *SSA_SWIN_STAGES), "SSA layers"),
             "sampling": (("local", "unbiased"), "SSA"),
         },
     )
@@ -58,25 +77,26 @@ def get_config(arg: str | None = None):
         raise config_lib.ConfigError("ft=1 is SSA's dense fine-tuning: give ssa=S10 or ssa=S6")
     d = data.data_config("imagenet")
     d.tfds_name = "imagenet2012"
-    c = common.new("vision.imagenet", d, args.preset)
+    c = vision_common.new("vision.imagenet", d, args.preset)
     if args.model.startswith("swin"):
-        common.swin(c, args.model)
+        swin(c, args.model)
         if args.ssa:
-            common.ssa_swin(c, sampling=args.sampling, finetune=bool(args.ft))
+            ssa_swin(c, sampling=args.sampling, finetune=bool(args.ft))
     elif args.model == "grf_vit":
-        common.grf_vit(c, "imagenet")
+        grf_vit.grf_vit(c, "imagenet")
     elif args.model == "cait_s24":
-        common.cait_s24(c)
+        cait_s24(c)
     else:
-        common.deit_s(c, layers=24 if args.model == "deit_s24" else 12)
-    c = common.finish(c, args, presets.SMALL_IMAGES)
+        deit_s(c, layers=24 if args.model == "deit_s24" else 12)
+    c = vision_common.finish(c, args, presets.SMALL_IMAGES)
+    gfsa_rows(c, args.model)  # attn=gfsa: the backbone's K and, on CaiT, the talking heads
     if args.window:
         # W14 is twice Swin's 7; a scaled preset doubles its own window in the same way.
         c.model.window_size = args.window if c.preset == "paper" else 2 * c.model.window_size
     if args.ssa:
-        common.ssa_rows(c, args.ssa)
+        ssa_rows(c, args.ssa)
     if args.model == "grf_vit":
-        common.grf_rows(c, "imagenet")
+        grf_vit.grf_rows(c, "imagenet")
         if args.p_halt and "p_halt" in c.attention:
             c.attention.p_halt = args.p_halt
     if args.order:
@@ -86,3 +106,184 @@ def get_config(arg: str | None = None):
             )
         c.attention.order = args.order
     return c
+
+
+# DeiT (Touvron et al. 2021, Table 9 and the released main.py defaults), as GFSA trained it.
+DEIT = dict(
+    epochs=300, batch=1024, lr=5e-4 * 1024 / 512,  # lr 5e-4 x batch / 512
+    warmup_epochs=5, weight_decay=0.05,
+    drop_path=0.1, label_smoothing=0.1, mixup=0.8, cutmix=1.0,
+    rand_augment="rand-m9-mstd0.5-inc1", random_erasing=0.25,
+    train_examples=1_281_167,  # ImageNet-1k train
+)  # fmt: skip
+
+
+def _deit_training(c, *, lr: float, warmup_epochs: int, end_factor: float = 0.0) -> None:
+    """The DeiT training recipe (shared by Swin, which kept it) after `epoch_schedule`: AdamW (0.9,
+    0.999), weight decay 0.05 on the weight matrices only (timm: no decay on biases, norms,
+    positions, tokens, relative position bias tables), linear warm-up then cosine, 224 px,
+    random resized crop + flip, RandAugment, random erasing, Mixup / CutMix, label smoothing,
+    mixed precision on accelerators."""
+    c.optimizer.lr = lr
+    c.optimizer.b1, c.optimizer.b2, c.optimizer.eps = 0.9, 0.999, 1e-8
+    c.optimizer.weight_decay = DEIT["weight_decay"]
+    c.optimizer.decay_on = "kernels"
+    c.schedule.name = "warmup_cosine"
+    c.schedule.warmup_steps = warmup_epochs * c.eval_every
+    c.schedule.end_factor = end_factor
+    c.model.dtype = "auto"  # both train with automatic mixed precision
+    d = c.data
+    d.image_size, d.augment, d.hflip = 224, "inception", True
+    d.rand_augment, d.random_erasing = DEIT["rand_augment"], DEIT["random_erasing"]
+    d.mixup, d.cutmix, d.label_smoothing = DEIT["mixup"], DEIT["cutmix"], DEIT["label_smoothing"]
+    c.attention = common.attention_config("softmax")
+
+
+def _deit_extras(c) -> None:
+    """What DeiT's main.py (and GFSA's copy, Image/main.py) turns on by default beyond the
+    recipe Swin shares: repeated augmentation with 3 repeats (`--repeated-aug`, timm's
+    RASampler) and a parameter EMA with decay 0.99996 (`--model-ema`), which DeiT saves but does
+    not report (its evaluation is of the raw model; ours evaluates both, `ema_` metrics)."""
+    c.data.repeated_aug = 3
+    c.ema_decay = 0.99996
+
+
+def deit_s(c, *, layers: int = 12) -> None:
+    """DeiT-S (GFSA Tables 3 and 12): 384 wide, 6 heads of 64, MLP 1536, patch 16 at 224 px,
+    qkv biases, class token, learned positions; the DeiT recipe (AdamW (0.9, 0.999), batch
+    1024, lr 1e-3, 5 warm-up epochs then cosine, weight decay 0.05, drop-path 0.1 linear in
+    depth, label smoothing 0.1, Mixup 0.8 / CutMix 1.0, RandAugment m9-mstd0.5, random erasing
+    0.25, 300 epochs; weight decay on the weight matrices only, as timm). 24 layers: dropout
+    0.2 (GFSA App. M.1). With the DeiT / GFSA main.py defaults (`_deit_extras`): repeated
+    augmentation x3 and a parameter EMA (0.99996) evaluated beside the model. Not reproduced:
+    the distillation token and teacher (GFSA's runs have none: `--distillation-type none`)."""
+    r = DEIT
+    vision_common.epoch_schedule(
+        c, epochs=r["epochs"], batch=r["batch"], train_examples=r["train_examples"]
+    )
+    _deit_training(c, lr=r["lr"], warmup_epochs=r["warmup_epochs"])
+    _deit_extras(c)
+    m = c.model
+    m.encoder = "transformer"
+    m.patch_size = 16
+    m.num_layers, m.dim, m.qkv_dim, m.num_heads, m.mlp_dim = layers, 384, 384, 6, 1536
+    m.dropout = 0.2 if layers == 24 else 0.0
+    m.drop_path, m.drop_path_decay = r["drop_path"], "linear"
+    m.qkv_bias = m.out_bias = True
+    m.pool, m.positions = "cls", "learned"
+
+
+# CaiT-S24 as GFSA trained it (notes gfsa.md §2.3; the authors' Image/README.md command and
+# Image/main.py defaults, logs/imnet1k_gfsa_cait_S24_224/log.txt): 4 GPUs x 128 images, lr 5e-4
+# (5e-4 x 512 / 512; the log peaks at 5e-4), 500 epochs (the log ends at epoch 499), drop-path 0.1
+# (main.py's default; CaiT's own S24 setting too), the rest of the DeiT recipe.
+CAIT_S24 = dict(epochs=500, batch=512, lr=5e-4 * 512 / 512, layer_scale=1e-5, drop_path=0.1)
+
+
+def cait_s24(c) -> None:
+    """CaiT-S24 at 224 px (GFSA Tables 3, 12, 14): patch 16, 384 wide, 8 heads of 48, MLP 1536,
+    24 self-attention blocks with talking heads (`attention.talking_heads`) and LayerScale
+    1e-5, uniform drop-path 0.1, 2 class-attention blocks, qkv biases, exact GELU; trained with
+    the DeiT recipe at batch 512, lr 5e-4, 500 epochs (`CAIT_S24`). Not reproduced: what
+    `deit_s` lists, and CaiT's own 400-epoch recipe (the quoted 82.6 of the vanilla row)."""
+    r = CAIT_S24
+    vision_common.epoch_schedule(
+        c, epochs=r["epochs"], batch=r["batch"], train_examples=DEIT["train_examples"]
+    )
+    _deit_training(c, lr=r["lr"], warmup_epochs=DEIT["warmup_epochs"])
+    _deit_extras(c)
+    c.attention = common.attention_config("talking_heads")
+    m = c.model
+    m.encoder = "cait"
+    m.patch_size = 16
+    m.num_layers, m.dim, m.qkv_dim, m.num_heads, m.mlp_dim = 24, 384, 384, 8, 1536
+    m.dropout = 0.0
+    m.drop_path, m.drop_path_decay = r["drop_path"], "uniform"
+    m.layer_scale = r["layer_scale"]
+    m.class_layers = 2
+    m.qkv_bias = m.out_bias = True
+    m.pool, m.positions = "cls", "learned"
+
+
+# K of GFSA per backbone (notes gfsa.md §1.5): DeiT-S 12L 3 (Table 13's best, 81.12, is Table 3's
+# 81.1; the released code hard-codes 4); DeiT-S 24L unreported ("range 2-5"), 3 as 12 layers;
+# CaiT-S24 4 (Table 14, and the code); Swin 3 (the code).
+GFSA_ORDER = {"deit_s": 3, "deit_s24": 3, "cait_s24": 4, "swin_t": 3, "swin_s": 3}
+
+
+def gfsa_rows(c, model: str) -> None:
+    """After `attn=gfsa` / `gfsa_exact`: the authors' K for `model`, and on CaiT the filter on
+    its talking-heads matrix (the authors' gfsa_cait.py); plain softmax elsewhere."""
+    if c.attention.name not in ("gfsa", "gfsa_exact"):
+        return
+    if model in GFSA_ORDER:
+        c.attention.order = GFSA_ORDER[model]
+    if c.model.encoder == "cait":
+        c.attention.talking_heads = True
+
+
+# Swin (Liu et al. 2021, Table 1 / configs): (depths, heads, drop-path); C = 96, window 7.
+SWIN = {
+    "swin_t": ((2, 2, 6, 2), (3, 6, 12, 24), 0.2),
+    "swin_s": ((2, 2, 18, 2), (3, 6, 12, 24), 0.3),
+}
+
+
+def swin(c, variant: str) -> None:
+    """Swin-T / Swin-S at 224 px (patch 4, C 96, window 7, GAP + linear head) with the Swin
+    recipe as GFSA's code runs it (notes gfsa.md §3.3): AdamW, 1,024 images per step, lr 1e-3
+    (5e-4 x 1024 / 512), 20 warm-up epochs then cosine to 5e-6, weight decay 0.05, clipping
+    5.0, 300 epochs (GFSA's config says 400), the DeiT augmentations, no decay on biases, norms
+    and position bias tables. Not reproduced: the warm-up's start at 5e-7 (ours starts at 0)."""
+    depths, heads, drop_path = SWIN[variant]
+    vision_common.epoch_schedule(c, epochs=300, batch=1024, train_examples=DEIT["train_examples"])
+    _deit_training(c, lr=1e-3, warmup_epochs=20, end_factor=5e-6 / 1e-3)
+    c.optimizer.grad_clip_norm = 5.0
+    m = c.model
+    m.encoder, m.patch_size, m.dim = "swin", 4, 96
+    m.depths, m.swin_heads, m.window_size, m.mlp_ratio = depths, heads, 7, 4.0
+    m.num_layers, m.num_heads = sum(depths), heads[0]  # what generic code reads
+    m.qkv_dim, m.mlp_dim = 96, 384
+    m.dropout, m.drop_path, m.drop_path_decay = 0.0, drop_path, "linear"
+    m.pool, m.positions = "mean", "none"
+
+
+# SSA's Swin-T (Hussain et al. 2023, Sec. 4.2, App. B.2, Tables 2 and 9; notes ssa.md §1.4,
+# §2.4): which stages sample. S10 = stages 1-3 (Swin-T's first 10 blocks; stage 4's 7 x 7 windows
+# cannot be split into four sub-windows); S6 = stage 3 only (the first 4 blocks excluded).
+SSA_SWIN_STAGES = {"S10": "all but the last", "S6": "the last but one"}
+
+
+def ssa_swin(c, *, sampling: str, finetune: bool) -> None:
+    """SSA on Swin (after `swin`): 25% of each window's sources, L4 = four sub-windows of
+    targets (2 x 2 tiles of the window grid, `grid_2d`), sources drawn by 2-D locally biased
+    shuffling with sigma = 0.75 of the window side in both directions (`sampling="local"`, the
+    paper's 10.5 patches of a 14 x 14 window) or uniformly inside the window ("unbiased",
+    Table 9), confined to their own (shifted) window because the mechanism is called per
+    window; dense attention at evaluation (the paper's renormalisation); +FT: the last 10% of
+    the steps dense. Which blocks sample is `ssa_rows` (after the preset's depths).
+
+    Decisions where the paper is silent (notes ssa.md §6, item 5): one pattern per step shared
+    by every window, head and image (the paper's "same reindexing within each mini-batch");
+    the shifted-window mask and the relative position bias are gathered with the sources."""
+    sigma = 0.75 if sampling == "local" else float("inf")
+    c.attention = common.attention_config(
+        "ssa",
+        keep=0.25,
+        sampling="grid_2d",
+        tiles=(2, 2),
+        sigma_first=sigma,
+        sigma_last=sigma,
+    )
+    c.dense_finetune_fraction = 0.1 if finetune else 0.0
+
+
+def ssa_rows(c, layers: str) -> None:
+    """Sets `model.attention_layers` to the blocks of the stages `layers` (a key of
+    `SSA_SWIN_STAGES`) names, counted on the (possibly preset-scaled) depths."""
+    depths = tuple(c.model.depths)
+    stages = range(len(depths) - 1) if layers == "S10" else [max(len(depths) - 2, 0)]
+    first = [sum(depths[:s]) for s in range(len(depths))]
+    c.model.attention_layers = tuple(
+        i for s in stages for i in range(first[s], first[s] + depths[s])
+    )

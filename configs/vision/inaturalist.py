@@ -7,7 +7,7 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke   scaling of the recipe (default paper; configs/vision/presets.py)
-    model=grf_vit            GRF Table 2's ViT-B, GRF-masked (configs/vision/common.py: grf_vit)
+    model=grf_vit            GRF Table 2's ViT-B, GRF-masked (configs/vision/grf_vit.py)
     attn=<mechanism>         Table 1's other rows: softmax, grf_dense, linear (phi = ReLU)
 
 Data (`config.data.source`): `official` reads an iNat2021 export in class folders (`train/<class>/`,
@@ -18,8 +18,8 @@ paper fine-tuned from an unstated pretrained checkpoint; this recipe trains from
 
 from __future__ import annotations
 
-from configs.vision import common
+from configs.vision import grf_vit
 
 
 def get_config(arg: str | None = None):
-    return common.grf_table1_config("inaturalist", arg)
+    return grf_vit.grf_table1_config("inaturalist", arg)
