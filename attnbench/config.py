@@ -16,6 +16,7 @@ file is one of ours.
 from __future__ import annotations
 
 import ast
+import copy
 import difflib
 import importlib.resources
 import importlib.util
@@ -27,9 +28,21 @@ import ml_collections
 
 from attnbench.errors import ConfigError
 
-__all__ = ["ConfigError", "parse_arg", "resolve", "canonical", "load", "override", "to_dict"]
+__all__ = [
+    "ConfigError",
+    "parse_arg",
+    "find",
+    "canonical",
+    "load",
+    "override",
+    "resolve",
+    "compute_dtype",
+    "to_dict",
+]
 
 PACKAGE = "configs"
+# Backends (`jax.default_backend()`, or a device's `platform`) on which dtype "auto" is bfloat16.
+ACCELERATOR_PLATFORMS = ("gpu", "cuda", "rocm", "tpu")
 
 
 def _coerce(raw: str, like: Any, key: str, field_type: type | None = None) -> Any:
@@ -104,7 +117,7 @@ def _explicit(path: str) -> bool:
     return pathlib.Path(path).is_absolute() or path.startswith(("./", "../", "~", ".\\", "..\\"))
 
 
-def resolve(path: str) -> pathlib.Path:
+def find(path: str) -> pathlib.Path:
     """The config file `path` names (see the module docstring); `ConfigError` if none."""
     if not path.strip():
         raise ConfigError("--config is empty; name a config file, e.g. lra/listops.py:preset=smoke")
@@ -134,7 +147,7 @@ def canonical(spec: str) -> str:
     package for one of ours (`lra/listops.py:preset=cpu`), else the file relative to the current
     directory where it lies below it, else as given."""
     path, sep, arg = spec.partition(":")
-    file = resolve(path).resolve()
+    file = find(path).resolve()
     try:
         name = file.relative_to(_package_dir().resolve()).as_posix()
     except ValueError:
@@ -148,7 +161,7 @@ def canonical(spec: str) -> str:
 def load(spec: str) -> ml_collections.ConfigDict:
     """Loads `path/to/config.py[:arg]` and returns its locked `get_config(arg)`."""
     path, _, arg = spec.partition(":")
-    file = resolve(path)
+    file = find(path)
     name = "_attnbench_config_" + "".join(c if c.isalnum() else "_" for c in str(file))
     spec_ = importlib.util.spec_from_file_location(name, file)
     module = importlib.util.module_from_spec(spec_)
@@ -189,6 +202,32 @@ def override(config: ml_collections.ConfigDict, overrides: Mapping[str, Any]):
             node[leaf] = value
         except (TypeError, ValueError) as e:
             raise ConfigError(f"config.{dotted}={value!r}: {e}") from None
+    return config
+
+
+def compute_dtype(name: str, platform: str | None = None) -> str:
+    """The compute dtype `config.model.dtype = name` means on backend `platform` (default: JAX's
+    default backend): "auto" is "bfloat16" on a GPU or TPU and "float32" anywhere else (on CPU
+    XLA emulates bfloat16 arithmetic, slower than float32, and nobody trains in it there); any
+    other name is returned unchanged. The one place this decision is taken."""
+    if name != "auto":
+        return name
+    import jax
+
+    platform = (platform or jax.default_backend()).lower()
+    return "bfloat16" if platform in ACCELERATOR_PLATFORMS else "float32"
+
+
+def resolve(config: ml_collections.ConfigDict, platform: str | None = None):
+    """`config` itself, or where `config.model.dtype` is "auto" a copy with it resolved for
+    `platform` (`compute_dtype`). Applied once, before a model is built (`attnbench.steps.setup`,
+    `attnbench.nn.flops.count`); models never see "auto". Config files and table cells keep
+    "auto", so a cell names the same config on every machine."""
+    model = config.get("model")
+    if model is None or model.get("dtype") != "auto":
+        return config
+    config = copy.deepcopy(config)
+    config.model.dtype = compute_dtype("auto", platform)
     return config
 
 

@@ -5,18 +5,23 @@
 
 Each entry is `{"type": <registered name>, "splits": ("val", "test"), "suffix": "", **options}`
 (`suffix` renames every metric it reports, e.g. "_ensemble" for a second language-model
-evaluator reading SSA's self-ensemble outputs). For a task
-with `eval_outputs(model, batch) -> {name: per-example array}` (computed in the jitted eval
-step), the trainer builds fresh evaluators per evaluation, calls `update(outputs, batch)` on the
-host for every batch (weight-0 padding examples are skipped by the evaluator) and merges their
-`result()` dicts into the split's metrics; the metric names are the ones `configs/tables/` reads
+evaluator reading SSA's self-ensemble outputs). Evaluation has one path: the jitted eval step
+computes the task's `eval_outputs(model, batch)` (`attnbench.tasks.Task`), the trainer builds
+fresh evaluators per evaluation (`of(config, task)`: `config.evals`, or the task's
+`default_evals` when it is empty: `task_metrics`, which adds up the task's own `(sum, count)`
+metrics), calls `update(outputs, batch)` on the host for every batch (weight-0 padding examples
+are skipped by the evaluator) and merges their `result()` dicts into the split's metrics, and
+their `reference()` (facts about the data, not the model: the majority-class rate) into the
+summary's `reference`. The metric names are the ones `configs/tables/` reads
 (`METRICS`). `names_reported(evals, split)` lists what a config's evaluators report (the
 config check validates `best_metric` with it). Everything is accumulated in float64.
 
 Registered here:
+  task_metrics    the task's own `(sum, count)` metrics (`outputs["metrics"]`, from its `loss`)
   classification  accuracy, top-k accuracy, mean per-class accuracy, cross-entropy loss, and
                   with `f1=True` the F1 score of class 1 (binary tasks: code clone detection),
-                  with `mcc=True` Matthews' correlation over all classes (GLUE CoLA)
+                  with `mcc=True` Matthews' correlation over all classes (GLUE CoLA); its
+                  reference is the majority-class rate of the evaluated labels
   rocauc          ROC-AUC per task, averaged over tasks with both labels (NaN ignored), as OGB
                   computes it for ogbg-molhiv
   regression      MAE of de-normalised predictions (`prediction * std + mean` vs the same of the
@@ -40,13 +45,14 @@ from typing import Any
 
 import numpy as np
 
-from attnbench import errors
+from attnbench import errors, registry
 
 __all__ = [
     "Evaluator",
     "register",
     "get",
     "names",
+    "of",
     "build",
     "names_reported",
     "TASK_METRICS",
@@ -55,7 +61,7 @@ __all__ = [
     "METRICS",
 ]
 
-_REGISTRY: dict[str, Callable[..., Evaluator]] = {}
+_EVALUATORS: registry.Registry[Callable[..., Evaluator]] = registry.Registry("evaluator")
 SPLITS = ("val", "test")
 # Every metric name an evaluator here (or a task's own (sum, count) metrics) can report: the
 # names `configs/tables/` reads (`attnbench.papers.tables.METRICS`).
@@ -87,7 +93,8 @@ METRICS += TASK_METRICS
 
 class Evaluator:
     """Accumulates over a split's batches on the host; `result()` gives `{metric: float}`;
-    `reports` names the metrics `result()` will hold."""
+    `reports` names the metrics `result()` will hold; `reference()` gives facts about the
+    evaluated data rather than the model (default none)."""
 
     reports: tuple[str, ...] = ()
 
@@ -97,31 +104,32 @@ class Evaluator:
     def result(self) -> dict[str, float]:
         raise NotImplementedError
 
+    def reference(self) -> dict[str, float]:
+        return {}
+
 
 def register(name: str):
     """Class decorator registering an evaluator under `name`."""
-
-    def deco(cls):
-        if name in _REGISTRY:
-            raise ValueError(f"evaluator {name!r} is already registered")
-        _REGISTRY[name] = cls
-        return cls
-
-    return deco
+    return _EVALUATORS.register(name)
 
 
 def names() -> list[str]:
-    return sorted(_REGISTRY)
+    return _EVALUATORS.names()
 
 
 def get(name: str, **options) -> Evaluator:
     """A fresh evaluator `name` with `options`; an unknown name or option is a user error."""
-    if name not in _REGISTRY:
-        raise errors.UnknownNameError(f"unknown evaluator {name!r}; known: {', '.join(names())}")
+    cls = _EVALUATORS.get(name)
     try:
-        return _REGISTRY[name](**options)
+        return cls(**options)
     except TypeError as e:
         raise errors.ConfigError(f"evaluator {name!r}: {e}") from None
+
+
+def of(config, task) -> Mapping[str, Mapping[str, Any]]:
+    """The evaluators a run of `config` uses: `config.evals`, or the task's `default_evals`
+    (its own metrics) when the config names none."""
+    return config.get("evals") or task.default_evals(config)
 
 
 def build(evals: Mapping[str, Mapping[str, Any]], split: str) -> list[Evaluator]:
@@ -155,9 +163,34 @@ class _Suffixed(Evaluator):
     def result(self) -> dict[str, float]:
         return {name + self.suffix: value for name, value in self.inner.result().items()}
 
+    def reference(self) -> dict[str, float]:
+        return self.inner.reference()
+
 
 def _valid(batch) -> np.ndarray:
     return np.asarray(batch["weight"]) > 0
+
+
+@register("task_metrics")
+class TaskMetrics(Evaluator):
+    """The task's own metrics: `outputs["metrics"]` is `{name: (sum, count)}` over one batch
+    (`Task.eval_outputs`' default: the metrics of `Task.loss`, padding already weighted out),
+    added up over the split in float64; `names` are those the task declares
+    (`Task.metric_names`; a task may report more, e.g. `mae_ensemble`)."""
+
+    def __init__(self, *, names: Sequence[str] = ("loss",), outputs: str = "metrics"):
+        self.reports = tuple(names)
+        self.key = outputs
+        self.sums: dict[str, list[float]] = {}
+
+    def update(self, outputs, batch) -> None:
+        for name, (total, count) in outputs[self.key].items():
+            acc = self.sums.setdefault(name, [0.0, 0.0])
+            acc[0] += float(total)
+            acc[1] += float(count)
+
+    def result(self) -> dict[str, float]:
+        return {name: total / max(count, 1.0) for name, (total, count) in self.sums.items()}
 
 
 @register("classification")
@@ -188,7 +221,7 @@ class Classification(Evaluator):
         self.correct = 0
         self.correct_k = dict.fromkeys(self.top_k, 0)
         self.nll = 0.0
-        self.per_class: dict[int, list[int]] = {}
+        self.per_class: dict[int, list[int]] = {}  # true label -> [hits, examples]
 
     def update(self, outputs, batch) -> None:
         keep = _valid(batch)
@@ -231,6 +264,13 @@ class Classification(Evaluator):
         if self.mcc:
             out["mcc"] = _matthews(self.confusion)
         return out
+
+    def reference(self) -> dict[str, float]:
+        """The majority-class rate: the share of the most frequent true label among the
+        evaluated examples (what predicting one class everywhere scores)."""
+        if not self.n:
+            return {}
+        return {"majority_class_rate": max(t for _, t in self.per_class.values()) / self.n}
 
 
 def _matthews(confusion: Mapping[tuple[int, int], int]) -> float:

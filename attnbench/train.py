@@ -1,9 +1,9 @@
 """The one trainer: `train_and_evaluate(config, workdir) -> summary`.
 
-Sections: setup and logging; device mesh; data; model and optimizer; restore; jitted steps;
-evaluation; loop; final summary. A run killed at any point and restarted with the same workdir
-resumes from its latest checkpoint and ends with the same parameters and metrics as an
-uninterrupted run (same seed, same devices).
+Sections: setup and logging; data; model, optimizer and jitted steps (`attnbench.steps.setup`);
+restore; evaluation; loop; final summary (`attnbench.summary`). A run killed at any point and
+restarted with the same workdir resumes from its latest checkpoint and ends with the same
+parameters and metrics as an uninterrupted run (same seed, same devices).
 
 Several JAX processes (hosts, or `attnbench.launch.multihost.run_local` on one machine) train the
 run that one process with all their devices trains: each feeds its slice of every global batch
@@ -24,10 +24,18 @@ and `eval_every` = that many steps per `config.eval_every_epochs` epochs (defaul
 once the data is loaded (`with_epochs`); `config.total_steps` and `config.eval_every` are then the
 recipe's estimates, kept in `config.json`, and the summary's `epochs` says what was run.
 
+Evaluation has one path: the jitted eval step computes the task's `eval_outputs` and the
+evaluators of `config.evals` (or the task's `default_evals`: its own `(sum, count)` metrics)
+accumulate them on the host (`attnbench.evaluators`); their references (the majority-class
+rate) go to the summary's `reference`.
+
+SSA's "+FT" is a training phase (`attnbench.steps.phases`): from its first step on, the steps run
+the phase's own compiled train step.
+
 Precision: `config.model.dtype` is the compute dtype of the model's activations
 (`attnbench.nn.layers`); parameters, optimizer state, gradients, loss and metrics are float32
 whatever it is. "auto" is resolved at the start of a run for this backend (bfloat16 on GPU/TPU,
-float32 on CPU; `attnbench.nn.layers.resolve_dtype`): `config.json` holds the resolved dtype, the
+float32 on CPU; `attnbench.config.resolve`): `config.json` holds the resolved dtype, the
 summary's `precision` the resolved one, what was asked for and the dtypes of the parameters and
 optimizer state.
 """
@@ -39,17 +47,11 @@ import json
 import os
 import pathlib
 import signal
-import sys
 import time
 
 import jax
-import jax.numpy as jnp
 import ml_collections
 import numpy as np
-import optax
-from flax import nnx
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 
 from attention import kernels
 from attnbench import (
@@ -57,28 +59,24 @@ from attnbench import (
     errors,
     evaluators,
     io,
-    optim,
     plots,
+    steps,
     tasks,
     validate,
     workdir_lock,
 )
 from attnbench import config as config_lib
+from attnbench import summary as summary_lib
 from attnbench.data import pipeline
 from attnbench.launch import multihost
-from attnbench.nn import layers
 
 __all__ = [
     "train_and_evaluate",
-    "with_resolved_dtype",
-    "init_state",
-    "make_steps",
-    "make_mesh",
+    "steps_per_epoch",
+    "with_epochs",
     "NonFiniteLossError",
-    "SUMMARY_SCHEMA_VERSION",
 ]
 
-SUMMARY_SCHEMA_VERSION = 1
 # Fault injection for the resume tests: SIGKILL this process right after finishing this step;
 # with several processes, only process `$ATTNBENCH_KILL_PROCESS` where that is set.
 _KILL_ENV = "ATTNBENCH_KILL_AT_STEP"
@@ -95,39 +93,13 @@ def _log(msg: str) -> None:
         print(msg, flush=True)
 
 
-def _fmt_time(seconds: float) -> str:
-    seconds = int(max(seconds, 0))
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
-
-
 def _reduce(sums: dict) -> dict:
     """`{name: (sum, count)}` -> `{name: sum / count}`."""
     return {k: float(s) / max(float(c), 1.0) for k, (s, c) in sums.items()}
 
 
-def _majority_rate(split) -> float | None:
-    """The most frequent label's share, for in-memory splits with integer labels."""
-    labels = getattr(split, "arrays", {}).get("label")
-    if labels is None or labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
-        return None
-    return float(np.bincount(labels).max() / len(labels))
-
-
 def _config_json(config) -> dict:
     return json.loads(json.dumps(config.to_dict(), default=str))
-
-
-def with_resolved_dtype(config, platform: str | None = None):
-    """`config` itself, or where `config.model.dtype` is "auto" a copy with it resolved for
-    `platform` (default: this process's backend; `attnbench.nn.layers.resolve_dtype`)."""
-    model = config.get("model")
-    if model is None or model.get("dtype") != "auto":
-        return config
-    config = copy.deepcopy(config)
-    config.model.dtype = layers.resolve_dtype("auto", platform)
-    return config
 
 
 def steps_per_epoch(config, num_train: int) -> int:
@@ -191,7 +163,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     if (config.multihost or multihost.requested()) and not jax.distributed.is_initialized():
         multihost.initialize()  # before anything creates the backend (resolving "auto" does)
     requested_dtype = config.get("model", {}).get("dtype")
-    config = with_resolved_dtype(config)  # "auto" -> this backend's compute dtype
+    config = config_lib.resolve(config)  # "auto" -> this backend's compute dtype
     workdir.mkdir(parents=True, exist_ok=True)
     with workdir_lock.hold(workdir, process_index=jax.process_index()):
         _check_config(config, workdir, requested_dtype)
@@ -203,8 +175,6 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
 
 def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dtype=None) -> dict:
     kill_at = _kill_step()
-
-    # ---- device mesh ---------------------------------------------------------------------
     n_dev = jax.device_count()
     for name in ("batch_size", "eval_batch_size"):
         if config[name] % n_dev:
@@ -212,15 +182,7 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
                 f"config.{name}={config[name]} is not divisible by the {n_dev} devices; use a "
                 f"multiple of {n_dev}"
             )
-    mesh = make_mesh()
-    replicated = NamedSharding(mesh, P())
-    batch_sharding = NamedSharding(mesh, P("data"))
     pid, nproc = jax.process_index(), jax.process_count()
-
-    def to_device(batch):
-        return jax.tree.map(
-            lambda x: jax.make_array_from_process_local_data(batch_sharding, x), batch
-        )
 
     # ---- data ------------------------------------------------------------------------------
     t0 = time.perf_counter()
@@ -250,12 +212,13 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         repeats=config.data.get("repeated_aug", 1),
     )
 
-    # ---- model and optimizer ---------------------------------------------------------------
-    graphdef, state, optimizer, schedule = init_state(task, config, replicated)
+    # ---- model, optimizer and jitted steps ---------------------------------------------------
+    run = steps.setup(task, config)
+    state = run.state
     if not (workdir / "config.json").exists() and pid == 0:
         io.write_json(workdir / "config.json", stored.to_dict())  # data and model are built
     num_params = int(sum(x.size for x in jax.tree.leaves(state["params"])))
-    precision = _precision(config, state, requested_dtype)
+    precision = summary_lib.precision(config, state, requested_dtype)
     _log(
         f"model: {num_params:,} parameters, attention {config.attention.name}, compute "
         f"{precision['compute_dtype']} (parameters {precision['params']}); "
@@ -282,26 +245,15 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
             metrics_file.write(json.dumps(record) + "\n")
             metrics_file.flush()
 
-    # ---- jitted steps ----------------------------------------------------------------------
-    use_evaluators = bool(config.get("evals"))
-    train_step, eval_step = make_steps(
-        task,
-        graphdef,
-        optimizer,
-        schedule,
-        config.seed,
-        state,
-        mesh,
-        outputs=use_evaluators,
-        ema_decay=config.get("ema_decay", 0.0),
-    )
-
     # ---- evaluation --------------------------------------------------------------------------
+    eval_specs = evaluators.of(config, task)
+    references: dict[str, dict[str, float]] = {}  # split -> the evaluators' references
+
     def evaluate(params, name: str) -> dict:
-        """Metrics of split `name`: the task's (sum, count) pairs, or `config.evals`."""
+        """Metrics of split `name` by the run's evaluators."""
         split = getattr(ds, name)
-        totals, counted = None, 0
-        evals = evaluators.build(config.evals, name) if use_evaluators else []
+        counted = 0
+        evals = evaluators.build(eval_specs, name)
         for batch in pipeline.eval_batches(
             split,
             batch_size=config.eval_batch_size,
@@ -311,19 +263,14 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
             workers=config.data_workers,
         ):
             counted += int(np.count_nonzero(batch["weight"]))  # this process's real examples
-            result = eval_step(params, state["buffers"], to_device(batch))
-            if use_evaluators:
-                outputs, batch = _host(result), _host(batch)
-                for ev in evals:
-                    ev.update(outputs, batch)
-            else:
-                totals = result if totals is None else jax.tree.map(jnp.add, totals, result)
-        out = {}
-        if use_evaluators:
+            outputs = run.eval_step(params, state["buffers"], run.to_device(batch))
+            outputs, batch = _host(outputs), _host(batch)
             for ev in evals:
-                out.update(ev.result())
-        else:
-            out = _reduce(jax.device_get(totals))
+                ev.update(outputs, batch)
+        out, references[name] = {}, {}
+        for ev in evals:
+            out.update(ev.result())
+            references[name].update(ev.reference())
         # Examples evaluated, counted over every process: the split's size when each example
         # is counted once (padding has weight 0).
         out["num_examples"] = _sum_over_processes(counted)
@@ -390,7 +337,7 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         record["examples_per_s"] = rate * config.batch_size if rate else None
         write_record(record)
         mean_rate = timed_steps / timed_seconds if timed_steps and timed_seconds > 0 else None
-        eta = _fmt_time((total - record["step"]) / mean_rate) if mean_rate else "?"
+        eta = summary_lib.format_time((total - record["step"]) / mean_rate) if mean_rate else "?"
         extra = "".join(f" | {k} {io.format_metric(record[k])}" for k in sums if k != "loss")
         speed = f"{rate * config.batch_size:.1f} ex/s | {rate:.2f} steps/s" if rate else "compiling"
         _log(
@@ -424,20 +371,20 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         ckpts.save(step, state, train_iter.get_state(), meta, best=better)
         last_saved = step
 
-    # SSA "+FT": the last `dense_finetune_fraction` of the steps train with dense attention.
-    dense_from = total - round(config.dense_finetune_fraction * total)
+    phase = run.phase(step)
     if step < total:
         _log(f"training steps {step + 1}..{total}, batch {config.batch_size}")
-        if dense_from < total:
-            _log(f"dense-attention fine-tuning from step {dense_from + 1}")
+        for p in run.phases[1:]:
+            _log(f"phase {p.name} from step {p.start + 1} (attention inputs {dict(p.inputs)})")
     used_kernels: dict[str, str] = {}  # dense-attention kernel per call site (attention.kernels)
     while step < total:
         t_step = time.perf_counter()
-        batch = to_device(next(train_iter))
-        # A step that compiles (the first, and the first of the dense phase) is not timed.
-        compiles = step == start_step or (step == dense_from and step > start_step)
+        batch = run.to_device(next(train_iter))
+        # A step that compiles (the first, and the first of each later phase) is not timed.
+        compiles = step == start_step or run.phase(step) is not phase
+        phase = run.phase(step)
         with kernels.record() as chosen:  # traced (and the kernels decided) when it compiles
-            state, metrics = train_step(state, batch, step >= dense_from)
+            state, metrics = run.train_step(step)(state, batch)
         used_kernels.update(chosen.summary())
         step += 1
         pending.append((step, metrics))
@@ -470,180 +417,50 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
     val_best = next(v for v in meta["val_history"] if v["step"] == best_step)
     ckpts.close()
     rate = timed_steps / timed_seconds if timed_seconds else None
-    summary = {
-        "schema_version": SUMMARY_SCHEMA_VERSION,
-        "task": config.task,
-        "attention": config.attention.to_dict(),
-        "preset": config.get("preset"),
-        "steps": step,
-        "best_step": best_step,
-        **(
-            {
-                "epochs": {
-                    "epochs": config.epochs,
-                    "steps_per_epoch": steps_per_epoch(config, len(ds.train)),
-                    "total_steps": config.total_steps,
-                    "recipe_total_steps": stored.total_steps,
-                }
-            }
-            if config is not stored
-            else {}
-        ),
-        "metrics": {
+    epochs = None
+    if config is not stored:
+        epochs = {
+            "epochs": config.epochs,
+            "steps_per_epoch": steps_per_epoch(config, len(ds.train)),
+            "total_steps": config.total_steps,
+            "recipe_total_steps": stored.total_steps,
+        }
+    summary = summary_lib.build(
+        config=config,
+        recipe=stored,
+        data=ds,
+        steps=step,
+        best_step=best_step,
+        epochs=epochs,
+        metrics={
             # The training metrics averaged over the last `log_every` steps (dropout on):
             # the "train MAE" graph papers print beside the validation MAE.
-            "train_last": dict(last_train) or _last_train_record(workdir / "metrics.jsonl"),
+            "train_last": dict(last_train)
+            or summary_lib.last_train_record(workdir / "metrics.jsonl"),
             "val_last": _strip(val_last),
             "val_best": _strip(val_best),
             "test_last": test_last,
             "test_best": test_best,
         },
-        "num_examples": {"train": len(ds.train), "val": len(ds.val), "test": len(ds.test)},
-        "reference": {
-            "majority_class_rate": {
-                s: _majority_rate(getattr(ds, s)) for s in ("train", "val", "test")
-            }
-        },
-        "data": {"source": ds.source, **ds.description},
-        "throughput": {
+        # Facts about the test data from the evaluators (the majority-class rate).
+        reference={k: {"test": v} for k, v in references.get("test", {}).items()},
+        throughput={
             "steps_per_s": rate,
             "examples_per_s": rate * config.batch_size if rate else None,
             "timed_steps": timed_steps,
             "note": "this process's steps, "
             "excluding the first (compile), evaluation and checkpointing",
         },
-        "wall_time_s": time.perf_counter() - wall_start,
-        "num_params": num_params,
-        "precision": precision,
-        "kernels": used_kernels,
-        "device": io.device_info(),
-        "versions": io.versions(),
-        "git_revision": io.git_revision(),
-        "command": _command(),
-    }
+        wall_time_s=time.perf_counter() - wall_start,
+        num_params=num_params,
+        precision=precision,
+        kernels=used_kernels,
+    )
     if pid == 0:
         plots.learning_curves(workdir, title=f"{config.task} / {config.attention.name}")
         io.write_json(workdir / "summary.json", summary)
-    _log(_summary_text(summary))
+    _log(summary_lib.text(summary))
     return summary
-
-
-def init_state(task, config, sharding):
-    """Builds the model and optimizer: `(graphdef, state, optimizer, schedule)` where `state` is
-    the pytree `{step, params, buffers, opt_state}` placed with `sharding` (buffers are the
-    model's constants: checkpointed, never trained), plus `ema`, a float32 copy of the params,
-    where `config.ema_decay > 0`."""
-    model = task.build_model(config, nnx.Rngs(params=config.seed))
-    graphdef, params, buffers, rest = nnx.split(model, nnx.Param, layers.Buffer, ...)
-    if jax.tree.leaves(rest):
-        raise ValueError(
-            "models must keep their arrays in nnx.Param (trained) or attnbench.nn.layers.Buffer "
-            f"(constant); found other variables: {rest}"
-        )
-    params = nnx.to_pure_dict(params)
-    optimizer, schedule = optim.make_optimizer(config, config.total_steps)
-    state = {
-        "step": jnp.zeros((), jnp.int32),
-        "params": params,
-        "buffers": nnx.to_pure_dict(buffers),
-        "opt_state": optimizer.init(params),
-    }
-    if config.get("ema_decay", 0.0):
-        state["ema"] = jax.tree.map(lambda p: jnp.array(p, jnp.float32, copy=True), params)
-    return graphdef, jax.device_put(state, sharding), optimizer, schedule
-
-
-def make_steps(
-    task, graphdef, optimizer, schedule, seed: int, state, mesh, *, outputs=False, ema_decay=0.0
-):
-    """The jitted `train_step(state, batch, dense_attention) -> (state, metrics)` and
-    `eval_step(params, buffers, batch) -> metric sums` (with `outputs`, the task's
-    `eval_outputs(model, batch)` for `attnbench.evaluators` instead); batches are sharded over the
-    mesh's `data` axis, the state is replicated. Dropout keys are `fold_in(key(seed), step)`: no RNG
-    state. `dense_attention` (a static bool) True passes `subsample=False` to mechanisms that
-    declare it: SSA's dense fine-tuning phase. With `ema_decay > 0` (a state from `init_state` with
-    that `config.ema_decay`) the step also updates the state's `ema` from the new params."""
-    if ("ema" in state) != bool(ema_decay):
-        raise ValueError(
-            f"ema_decay={ema_decay} with a state {'with' if 'ema' in state else 'without'} an "
-            "EMA; pass the config's ema_decay to both init_state and make_steps"
-        )
-    base_key = jax.random.key(seed)
-
-    def train_step(state, batch, dense_attention):
-        key = jax.random.fold_in(base_key, state["step"])
-        phase = {"subsample": False} if dense_attention else {}
-
-        def loss_fn(params):
-            model = nnx.merge(graphdef, params, state["buffers"])
-            with layers.attention_inputs(**phase):
-                return task.loss_and_metrics(model, batch, train=True, key=key)
-
-        (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state["params"])
-        updates, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
-        params = jax.tree.map(jnp.add, state["params"], updates)
-        metrics = dict(
-            metrics, train_loss=loss, grad_norm=_global_norm(grads), lr=schedule(state["step"])
-        )
-        new = {
-            "step": state["step"] + 1,
-            "params": params,
-            "buffers": state["buffers"],
-            "opt_state": opt_state,
-        }
-        if ema_decay:  # timm ModelEma: ema = decay * ema + (1 - decay) * params
-            new["ema"] = optax.incremental_update(params, state["ema"], 1.0 - ema_decay)
-        return new, metrics
-
-    def eval_step(params, buffers, batch):
-        model = nnx.merge(graphdef, params, buffers)
-        if outputs:
-            return task.eval_outputs(model, batch)
-        return task.loss_and_metrics(model, batch, train=False, key=None)[1]
-
-    replicated = NamedSharding(mesh, P())
-    eval_sharding = NamedSharding(mesh, P("data")) if outputs else replicated
-    state_sharding = jax.tree.map(lambda _: replicated, state)
-    train_step = jax.jit(
-        train_step,
-        in_shardings=(state_sharding, NamedSharding(mesh, P("data"))),
-        out_shardings=(state_sharding, replicated),
-        donate_argnums=0,
-        static_argnums=2,
-    )
-    return train_step, jax.jit(eval_step, out_shardings=eval_sharding)
-
-
-def make_mesh():
-    """A 1-D mesh over every device, axis `data`. Auto axes: GSPMD propagates the batch
-    sharding (Explicit axes would need sharding annotations inside the models)."""
-    return jax.make_mesh((jax.device_count(),), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
-
-
-def _command() -> str:
-    """The command line, without machine-specific paths (`python -m scripts.train ...`, or the
-    console script's name), its `--config` named as `attnbench.config.canonical` names it."""
-    main = pathlib.Path(sys.argv[0])
-    root = pathlib.Path(__file__).resolve().parents[1]
-    if main.suffix == ".py" and main.resolve().is_relative_to(root):
-        rel = main.resolve().relative_to(root).with_suffix("")
-        head = "python -m " + ".".join(rel.parts)
-    else:
-        head = main.name
-    args = list(sys.argv[1:])
-    for i, arg in enumerate(args):
-        if arg.startswith("--config="):
-            args[i] = "--config=" + _canonical_config(arg.removeprefix("--config="))
-        elif arg == "--config" and i + 1 < len(args):
-            args[i + 1] = _canonical_config(args[i + 1])
-    return " ".join([head, *args])
-
-
-def _canonical_config(spec: str) -> str:
-    try:
-        return config_lib.canonical(spec)
-    except errors.ConfigError:
-        return spec
 
 
 def _kill_step() -> int:
@@ -671,46 +488,8 @@ def _host(tree):
     return multihost_utils.process_allgather(tree, tiled=True)
 
 
-def _float_dtypes(tree) -> str | None:
-    """The floating dtypes of a pytree's leaves, e.g. "float32" ("+"-joined if several)."""
-    kinds = {str(x.dtype) for x in jax.tree.leaves(tree) if jnp.issubdtype(x.dtype, jnp.floating)}
-    return "+".join(sorted(kinds)) or None
-
-
-def _precision(config, state, requested_dtype) -> dict:
-    """The summary's `precision`: the compute dtype the run used (resolved), the one asked for
-    (e.g. "auto") and the dtypes the parameters and optimizer state are kept in."""
-    compute = config.get("model", {}).get("dtype")
-    return {
-        "compute_dtype": compute,
-        "requested_dtype": requested_dtype,
-        "params": _float_dtypes(state["params"]),
-        "optimizer_state": _float_dtypes(state["opt_state"]),
-    }
-
-
-def _last_train_record(path: pathlib.Path) -> dict:
-    """The task metrics of the last training record of `metrics.jsonl` (a resumed run that
-    logged no step itself); {} when there is none."""
-    last = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut by a kill
-            if record.get("split") == "train":
-                last = record
-    drop = {"step", "split", "grad_norm", "lr", "steps_per_s", "examples_per_s"}
-    return {k: v for k, v in last.items() if k not in drop}
-
-
 def _strip(record: dict) -> dict:
     return {k: v for k, v in record.items() if k != "step"}
-
-
-def _global_norm(tree):
-    return jnp.sqrt(sum(jnp.sum(jnp.square(x.astype(jnp.float32))) for x in jax.tree.leaves(tree)))
 
 
 def _truncate_metrics(path: pathlib.Path, step: int) -> None:
@@ -726,26 +505,3 @@ def _truncate_metrics(path: pathlib.Path, step: int) -> None:
         except (json.JSONDecodeError, KeyError):
             pass  # a line cut by a kill
     io.write_text(path, "".join(k + "\n" for k in kept))
-
-
-def _summary_text(s: dict) -> str:
-    m = s["metrics"]
-    lines = [
-        f"summary ({s['task']}, attention {s['attention']['name']}, "
-        f"data {s['data']['source']}, {s['steps']} steps):"
-    ]
-    for name in ("val_last", "val_best", "test_last", "test_best"):
-        vals = ", ".join(
-            f"{k} {io.format_metric(v)}" for k, v in m[name].items() if k != "num_examples"
-        )
-        lines.append(f"  {name:10s} {vals}  (n={m[name]['num_examples']})")
-    maj = s["reference"]["majority_class_rate"].get("test")
-    if maj is not None:
-        lines.append(f"  majority-class rate (test): {maj:.4f}")
-    tp = s["throughput"]
-    if tp["steps_per_s"]:
-        lines.append(
-            f"  {tp['steps_per_s']:.2f} steps/s, {tp['examples_per_s']:.1f} examples/s, "
-            f"wall {_fmt_time(s['wall_time_s'])}, best step {s['best_step']}"
-        )
-    return "\n".join(lines)

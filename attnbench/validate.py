@@ -6,9 +6,10 @@ naming the field and the value typed (`config.model.num_heads=0: must be an inte
 covers the trainer's fields, the model section the shared encoders read, and the attention
 section: the mechanism's own hyper-parameter rules (`attention.check`), its length-dependent
 ones against the tokens the task feeds it, and pooling against a mechanism that builds a CLS
-token into its graph. A task may add its own (`task.check_config(config) -> list[str]`), say
-how many tokens its attention sees (`task.attention_length(config)`) and name its validation
-metrics (`config.evals` reports them, else `task.metric_names`; for `config.best_metric`).
+token into its graph. The task (`attnbench.tasks.Task`) adds its own (`check_config`), says how
+many tokens its attention sees (`attention_length`), and its evaluators (`config.evals`, else its
+`default_evals`) name the validation metrics `config.best_metric` may pick. Without a task (a
+config checked before its task is known) only the config's own rules apply.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Callable
 import ml_collections
 
 import attention
-from attnbench import errors, evaluators
+from attnbench import errors, evaluators, tasks
 from attnbench.nn import backbones
 
 __all__ = ["check", "problems", "attention_length"]
@@ -29,7 +30,7 @@ POSITIONS = ("sinusoidal", "learned", "none", "alibi", "relative_2d")  # + langu
 ENCODERS = ("transformer", "samsa")  # attnbench.nn backbones; domains register more (swin, ...)
 # config.model.dtype: a compute dtype (attnbench.nn.layers.COMPUTE_DTYPES; parameters stay float32),
 # or "auto": bfloat16 on GPU/TPU, float32 on CPU, resolved at run start
-# (attnbench.nn.layers.resolve_dtype).
+# (attnbench.config.resolve).
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 
 
@@ -54,16 +55,12 @@ def _finite(v) -> bool:
 
 
 def attention_length(config, task=None) -> int | None:
-    """The tokens the attention sees per sequence: the task's `attention_length(config)` when
-    it has one, else `config.data.max_length` plus a CLS token when the model pools with one;
-    None when the config does not say."""
-    if task is not None and hasattr(task, "attention_length"):
-        return task.attention_length(config)
-    data, model = config.get("data"), config.get("model")
-    if data is None or "max_length" not in data or not _int_at_least(1)(data.max_length):
-        return None
-    cls = model is not None and model.get("pool") == "cls"
-    return data.max_length + int(cls)
+    """The tokens the attention sees per sequence: `task.attention_length(config)` (by default
+    `config.data.max_length` plus a CLS token when the model pools with one); None when the
+    config does not say."""
+    if task is None:
+        return tasks.default_attention_length(config)
+    return task.attention_length(config)
 
 
 def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
@@ -131,7 +128,7 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
     r(m, p, "pool", lambda v: v in POOLS, f"must be one of {', '.join(POOLS)}")
     r(m, p, "positions", lambda v: v in POSITIONS, f"must be one of {', '.join(POSITIONS)}")
     # + a task's own models that are not attention backbones (point clouds: pointnet, dgcnn)
-    encoders = sorted(set(ENCODERS) | set(backbones.names()) | set(getattr(task, "archs", ())))
+    encoders = sorted(set(ENCODERS) | set(backbones.names()) | set(task.archs if task else ()))
     r(m, p, "encoder", lambda v: v in encoders, f"must be one of {', '.join(encoders)}")
     r(m, p, "dtype", lambda v: v in DTYPES, f"must be one of {', '.join(DTYPES)}")
     if m is not None and pos(m.get("qkv_dim")) and pos(m.get("num_heads")):
@@ -165,8 +162,8 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
         n = attention_length(c, task)
         for problem in attention.check(att.name, hparams, num_tokens=n):
             out.append(f"config.attention ({problem})")
-    evals = c.get("evals")
-    names = getattr(task, "metric_names", None)
+    evals = c.get("evals") or (task.default_evals(c) if task is not None else None)
+    names = None
     if evals:
         try:
             for split in evaluators.SPLITS:
@@ -174,13 +171,12 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
             names = evaluators.names_reported(evals, "val")
         except errors.UserError as e:
             out.append(str(e))
-            names = None
     if names is not None and c.get("best_metric") not in names:
         out.append(
             f"config.best_metric={c.get('best_metric')!r}: not a validation metric of "
             f"{c.get('task')}; known: {', '.join(names)}"
         )
-    if task is not None and hasattr(task, "check_config"):
+    if task is not None:
         out.extend(task.check_config(c))
     return out
 

@@ -52,8 +52,8 @@ Attention (`attention_impl`):
     computed on the sampled pairs only, so the edge terms shrink with the drop rate too. Its
     `keep`, `always_keep`, `eval_mode` ("dense": renormalisation; "ensemble": this layer's mean
     over `ensemble_samples` subsampled passes), `dropout_rate` and the declared input
-    `subsample` (`attnbench.nn.layers.attention_inputs(subsample=False)` for +FT) behave as in
-    `attention.ssa`.
+    `subsample` (a per-call input: `model(batch, subsample=False)` for +FT, passed down to every
+    layer) behave as in `attention.ssa`.
     One source set per graph and layer, shared by all heads and targets (SSA Sec. 3.3).
   * "mechanism": any registered mechanism through `attnbench.nn.layers.Attention` (q/k/v/out with
     biases), E as its `bias` input and padding as a key-padding mask; no gates, no clipping, no
@@ -267,14 +267,11 @@ class EGTLayer(nnx.Module):
             self.ffn_e1 = layers.torch_linear(edge_dim, inner_e, dtype, rngs)
             self.ffn_e2 = layers.torch_linear(inner_e, edge_dim, dtype, rngs)
 
-    def _mode(self, train: bool):
+    def _mode(self, train: bool, sub=None):
         """The attention mode, "dense", "sample", "ensemble" or "cond" (a traced `subsample`),
-        and that traced flag."""
+        and that traced flag; `sub` is the call's `subsample` input (+FT, self-ensembles)."""
         if self.mech_name != "ssa":
             return "dense", None
-        sub = layers.attention_call_inputs().get(
-            "subsample"
-        )  # +FT / self-ensemble (attention_inputs)
         if sub is None:
             return ("sample" if train else self.hp["eval_mode"]), None
         try:
@@ -282,7 +279,7 @@ class EGTLayer(nnx.Module):
         except jax.errors.ConcretizationTypeError:
             return "cond", jnp.asarray(sub, bool)
 
-    def _native_attention(self, hl, e, mask, *, train: bool, key):
+    def _native_attention(self, hl, e, mask, *, train: bool, key, subsample=None):
         b, t, _ = hl.shape
         qkv = self.lin_qkv(hl).reshape(b, t, 3, self.num_heads, self.head_dim)
         q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
@@ -319,7 +316,7 @@ class EGTLayer(nnx.Module):
             )
             return one(src, d_key, drop_rate)
 
-        mode, sub = self._mode(train)
+        mode, sub = self._mode(train, subsample)
         if mode != "dense" and key is None:
             raise ValueError(f"egt: SSA ({mode}) needs a PRNG key to sample the sources")
         if mode == "dense":
@@ -337,15 +334,19 @@ class EGTLayer(nnx.Module):
             h_hat = None
         return self.lin_o(out.reshape(b, t, -1)), h_hat
 
-    def __call__(self, h, e, *, mask, train: bool = False, key=None):
-        """`(h [B, T, dim], e [B, T, T, edge_dim])` -> the same; mask `[B, T]` (True = real)."""
+    def __call__(self, h, e, *, mask, train: bool = False, key=None, **inputs):
+        """`(h [B, T, dim], e [B, T, T, edge_dim])` -> the same; mask `[B, T]` (True = real);
+        `inputs`: per-call attention inputs (SSA's `subsample`)."""
         k_attn, k_h1, k_h2, k_e1, k_e2 = layers.split_keys(key, 5)
         hl = self.ln_h(h)
         if self.native:
-            a, h_hat = self._native_attention(hl, e, mask, train=train, key=k_attn)
+            a, h_hat = self._native_attention(
+                hl, e, mask, train=train, key=k_attn, subsample=inputs.get("subsample")
+            )
         else:
             bias = jnp.transpose(self.lin_e(self.ln_e(e)), (0, 3, 1, 2))
-            a, h_hat = self.attn(hl, mask=mask, train=train, key=k_attn, bias=bias), None
+            a = self.attn(hl, mask=mask, train=train, key=k_attn, bias=bias, **inputs)
+            h_hat = None
         h = h + layers.dropout(a, self.dropout, k_h1, train)
         f = self.ffn_2(jax.nn.elu(self.ffn_1(self.ffn_ln(h))))
         h = h + layers.dropout(f, self.dropout, k_h2, train)
@@ -534,14 +535,15 @@ class EGT(nnx.Module):
         bottom = jnp.concatenate([cols, e], axis=2)
         return jnp.concatenate([top, bottom], axis=1)
 
-    def __call__(self, batch, *, train: bool = False, key=None):
-        """A padded graph batch -> `[B, dim]` (the readout MLP's last hidden activation)."""
+    def __call__(self, batch, *, train: bool = False, key=None, **inputs):
+        """A padded graph batch -> `[B, dim]` (the readout MLP's last hidden activation);
+        `inputs`: per-call attention inputs, for every layer."""
         keys = layers.split_keys(key, len(self.layers))
         mask = self.token_mask(batch)
         h = self.embed_nodes(batch).astype(self.dtype)
         e = self.embed_edges(batch).astype(self.dtype)
         for layer, k in zip(self.layers, keys, strict=True):
-            h, e = layer(h, e, mask=mask, train=train, key=k)
+            h, e = layer(h, e, mask=mask, train=train, key=k, **inputs)
         h = self.final_ln(h)
         nv = self.num_virtual_nodes
         if nv:
@@ -567,8 +569,7 @@ def self_ensemble(model, batch, *, key, passes: int = 50, members: bool = False)
         raise errors.ConfigError(f"self_ensemble: passes must be an integer >= 1, got {passes}")
 
     def one(k):
-        with layers.attention_inputs(subsample=True):
-            return model(batch, train=False, key=k)
+        return model(batch, train=False, key=k, subsample=True)
 
     outs = jax.lax.map(one, jax.random.split(key, int(passes)))
     mean = jnp.mean(outs, axis=0)
@@ -577,8 +578,7 @@ def self_ensemble(model, batch, *, key, passes: int = 50, members: bool = False)
 
 def renormalized(model, batch):
     """The dense evaluation pass ("renormalisation", SSA Sec. 3.4): subsampling OFF."""
-    with layers.attention_inputs(subsample=False):
-        return model(batch, train=False, key=None)
+    return model(batch, train=False, key=None, subsample=False)
 
 
 # ------------------------------------------------------------------------------------- FLOPs

@@ -57,7 +57,7 @@ Linear(16, 1): a ZINC recipe needs those two hidden layers in the task's head.
 
 Differences from GraphGPS, each deliberate:
   * Norm is LayerNorm (epsilon 1e-5), not GraphGPS's BatchNorm (`gt.batch_norm: True`): the trainer
-    (`attnbench.train.make_steps`) keeps the model's non-trained arrays
+    (`attnbench.steps.setup`) keeps the model's non-trained arrays
     (`attnbench.nn.layers.Buffer`) constant through the step, so BatchNorm's running statistics
     could never be updated for evaluation. LayerNorm has the same 2 * dim parameters, so parameter
     counts match. Likewise RWSE's raw BatchNorm (`raw_norm_type: BatchNorm`, ZINC) is left out (the
@@ -350,7 +350,7 @@ class GPSLayer(nnx.Module):
         self.norm_ff = layers.torch_layer_norm(dim, dtype, rngs)
         self.dropout = dropout
 
-    def __call__(self, h, e, edge_index, edge_mask, node_mask, *, train=False, key=None):
+    def __call__(self, h, e, edge_index, edge_mask, node_mask, *, train=False, key=None, **inputs):
         keys = layers.split_keys(key, 6)
         rate = self.dropout
         if self.mpnn == "gatedgcn":
@@ -359,7 +359,7 @@ class GPSLayer(nnx.Module):
             h_local = self.local(h, e, edge_index, edge_mask)
             h_local = h + layers.dropout(h_local, rate, keys[0], train)
         h_local = self.norm_local(h_local)
-        h_attn = self.attn(h, mask=node_mask, train=train, key=keys[1])
+        h_attn = self.attn(h, mask=node_mask, train=train, key=keys[1], **inputs)
         h_attn = self.norm_attn(h + layers.dropout(h_attn, rate, keys[2], train))
         h = h_local + h_attn
         ff = layers.dropout(jax.nn.relu(self.ff1(h)), rate, keys[3], train)
@@ -466,8 +466,9 @@ class GPS(nnx.Module):
             parts.append(self.rwse(self._field(batch, "rwse", self.rw_steps)).astype(jnp.float32))
         return jnp.concatenate(parts, axis=-1)
 
-    def __call__(self, batch, *, train: bool = False, key=None):
-        """A padded graph batch -> `[B, dim]` float32 (pooled over real nodes)."""
+    def __call__(self, batch, *, train: bool = False, key=None, **inputs):
+        """A padded graph batch -> `[B, dim]` float32 (pooled over real nodes); `inputs`:
+        per-call attention inputs, for every layer."""
         if self.lap is not None:
             self._field(batch, "lap_vec", self.lap_k)
             self._field(batch, "lap_val", self.lap_k)
@@ -480,7 +481,7 @@ class GPS(nnx.Module):
         h = self.embed_nodes(batch, train=train, key=keys[0]).astype(self.dtype)
         e = _embed(self.bond_table, self.bond_offsets, batch["edges"]).astype(self.dtype)
         for layer, k in zip(self.blocks, keys[1:], strict=True):
-            h, e = layer(h, e, edge_index, edge_mask, node_mask, train=train, key=k)
+            h, e = layer(h, e, edge_index, edge_mask, node_mask, train=train, key=k, **inputs)
         return layers.pool(h, node_mask, self.pooling)
 
 

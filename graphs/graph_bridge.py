@@ -341,12 +341,13 @@ class GraphBridge(nnx.Module):
         weights = jnp.where(mask, jax.nn.softmax(scores, axis=-1), 0.0)
         return jnp.einsum("bt,btd->bd", weights, h)
 
-    def __call__(self, batch, *, train: bool = False, key=None):
-        """A padded graph batch -> `[B, dim]` float32. `key` is needed when `train`."""
+    def __call__(self, batch, *, train: bool = False, key=None, **inputs):
+        """A padded graph batch -> `[B, dim]` float32. `key` is needed when `train`; `inputs`:
+        per-call attention inputs for the SAMSA encoder."""
         k_pe, k_enc = layers.split_keys(key, 2)
         noise = self.noise(batch, train=train, key=k_pe)
         x, mask = self.tokens(batch, noise)
-        h = self.encoder(x, mask=mask, train=train, key=k_enc)
+        h = self.encoder(x, mask=mask, train=train, key=k_enc, **inputs)
         return self.pool_tokens(h, mask, jnp.shape(batch["node_mask"])[1])
 
 

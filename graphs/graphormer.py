@@ -255,8 +255,9 @@ class Graphormer(nnx.Module):
         token = jnp.broadcast_to(self.graph_token[...][None], (x.shape[0], 1, x.shape[-1]))
         return jnp.concatenate([token, x], axis=1)
 
-    def __call__(self, batch, *, train: bool = False, key=None):
-        """A padded graph batch -> `[B, dim]` (the graph token after the final LayerNorm)."""
+    def __call__(self, batch, *, train: bool = False, key=None, **inputs):
+        """A padded graph batch -> `[B, dim]` (the graph token after the final LayerNorm);
+        `inputs`: per-call attention inputs, for every block."""
         keys = layers.split_keys(key, len(self.blocks) + 1)
         node_mask = jnp.asarray(batch["node_mask"], bool)
         mask = jnp.concatenate([jnp.ones_like(node_mask[:, :1]), node_mask], axis=1)
@@ -264,7 +265,7 @@ class Graphormer(nnx.Module):
         x = layers.dropout(self.embed_nodes(batch), self.input_dropout, keys[0], train)
         x = x.astype(self.dtype)
         for block, k in zip(self.blocks, keys[1:], strict=True):
-            x = block(x, mask=mask, bias=bias, train=train, key=k)
+            x = block(x, mask=mask, bias=bias, train=train, key=k, **inputs)
         return self.final_ln(x)[:, 0].astype(jnp.float32)
 
 

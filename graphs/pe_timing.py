@@ -30,7 +30,7 @@ import jax
 import numpy as np
 
 from attnbench import config as config_lib
-from attnbench import io, tasks, train
+from attnbench import io, steps, tasks
 
 __all__ = ["LRGB_TRAIN_GRAPHS", "RECIPE", "measure"]
 
@@ -85,10 +85,8 @@ def measure(
     positional.encode(graphs, lap_k=None, rw_steps=RW_STEPS)
     rec["rwse_s"] = time.perf_counter() - t
 
-    mesh = train.make_mesh()
-    replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-    graphdef, state, optimizer, schedule = train.init_state(task, config, replicated)
-    train_step, _ = train.make_steps(task, graphdef, optimizer, schedule, config.seed, state, mesh)
+    built = steps.setup(task, config)
+    train_step, state = built.train_step(0), built.state
     b = int(config.batch_size)
     order = np.random.default_rng(0).permutation(len(graphs))
     batches = []
@@ -101,7 +99,7 @@ def measure(
 
     def epoch(state):
         for batch in batches:
-            state, metrics = train_step(state, batch, False)
+            state, metrics = train_step(state, batch)
         jax.block_until_ready(metrics)
         return state
 

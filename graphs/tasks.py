@@ -39,7 +39,7 @@ import optax
 from flax import nnx
 
 from attnbench import errors, tasks
-from attnbench.nn import backbones, layers
+from attnbench.nn import backbones
 from graphs import batching
 
 # The graph backbones register themselves with attnbench.nn.backbones on import.
@@ -137,20 +137,24 @@ class GraphPredictor(nnx.Module):
             tally.linear("head", layer, 1)
         tally.linear("head", self.head, 1)
 
-    def forward(self, batch, *, train: bool, key):
-        h = self.encoder(batch, train=train, key=key)
+    def forward(self, batch, *, train: bool, key, **inputs):
+        h = self.encoder(batch, train=train, key=key, **inputs)
         for layer in self.hidden:
             h = jax.nn.relu(layer(h))
         out = self.head(h)
         return out[:, 0] if self.out_dim == 1 else out
 
-    def __call__(self, batch, *, train: bool = False, key=None):
+    def __call__(self, batch, *, train: bool = False, key=None, **inputs):
+        """The prediction; at evaluation with `ensemble_passes`, SSA's self-ensemble: the mean
+        of that many passes with subsampling on (`subsample=True`) and dropout off."""
         if train or not self.ensemble_passes:
-            return self.forward(batch, train=train, key=key)
+            return self.forward(batch, train=train, key=key, **inputs)
         keys = jax.random.split(jax.random.key(self.ensemble_seed), self.ensemble_passes)
-        with layers.attention_inputs(subsample=True):
-            # One compiled pass mapped over the keys (not S unrolled copies).
-            outs = jax.lax.map(lambda k: self.forward(batch, train=False, key=k), keys)
+        # One compiled pass mapped over the keys (not S unrolled copies).
+        outs = jax.lax.map(
+            lambda k: self.forward(batch, train=False, key=k, **{**inputs, "subsample": True}),
+            keys,
+        )
         return outs.astype(jnp.float32).mean(0)
 
 
@@ -196,7 +200,7 @@ def multilabel_loss(logits, labels, weight):
     return total / jnp.maximum(count, 1.0), {"loss": (total, count)}
 
 
-class GraphTask:
+class GraphTask(tasks.Task):
     """Shared plumbing of the graph tasks: config checks, bucketed collate, model building.
     Subclasses set `out_dim`, `sources`, `best_mode` and `_load(config, collate)`."""
 
@@ -219,9 +223,6 @@ class GraphTask:
             )
         return out
 
-    def _check(self, config) -> None:
-        tasks.check_config(self, config)
-
     def attention_length(self, config) -> int | None:
         return attention_tokens(config)
 
@@ -241,7 +242,7 @@ class GraphTask:
         )
 
     def load_data(self, config) -> tasks.Data:
-        self._check(config)
+        self.check(config)
         data = self._load(config, self.collate(config))
         if config.model.encoder == "gps":  # GPS reads per-node positional encodings
             from graphs import gps
@@ -257,7 +258,7 @@ class GraphTask:
         raise NotImplementedError
 
     def build_model(self, config, rngs):
-        self._check(config)
+        self.check(config)
         m = config.model
         return GraphPredictor(
             model_cfg=m,
@@ -270,16 +271,16 @@ class GraphTask:
             rngs=rngs,
         )
 
-    def loss_and_metrics(self, model, batch, *, train: bool, key):
+    def loss(self, model, batch, *, train: bool, key, **inputs):
         """The loss and MAE of the model's prediction; at evaluation with a self-ensemble the
         dense ("renormalized") pass's, plus the ensemble's as `<name>_ensemble`."""
         loss = smooth_l1_loss if model.loss == "smooth_l1" else l1_loss
         if train or not model.ensemble_passes:
-            prediction = model(batch, train=train, key=key)
+            prediction = model(batch, train=train, key=key, **inputs)
             return loss(prediction, batch["target"], batch["weight"])
-        dense = model.forward(batch, train=False, key=None)
+        dense = model.forward(batch, train=False, key=None, **inputs)
         value, metrics = loss(dense, batch["target"], batch["weight"])
-        _, ensemble = loss(model(batch), batch["target"], batch["weight"])
+        _, ensemble = loss(model(batch, **inputs), batch["target"], batch["weight"])
         metrics.update({f"{k}_ensemble": v for k, v in ensemble.items()})
         return value, metrics
 
@@ -434,8 +435,8 @@ class PeptidesFunc(_Peptides):
     best_mode = "max"
     metric_names = ("loss",)
 
-    def loss_and_metrics(self, model, batch, *, train: bool, key):
-        logits = model(batch, train=train, key=key)
+    def loss(self, model, batch, *, train: bool, key, **inputs):
+        logits = model(batch, train=train, key=key, **inputs)
         return multilabel_loss(logits, batch["target"], batch["weight"])
 
     def eval_outputs(self, model, batch):

@@ -75,7 +75,7 @@ Model section fields (`config.model`; defaults in parentheses):
   adaptive_dropout (0.0)                adaptive softmax dropout (wiki103 recipe: 0.2)
   tie_adaptive_weights (True)           adaptive softmax shares the input's embeddings
   tie_adaptive_proj (True)              ... and its projections (both on in wiki103)
-  dtype ("float32")                     compute dtype (`attnbench.nn.layers.resolve_dtype`)
+  dtype ("float32")                     compute dtype (resolved: `attnbench.config.resolve`)
   attention_layers (())                 blocks (0-based) that use `config.attention`; the
                                         others use dense softmax with the same causal mask
                                         and position bias (SSA's S12: SSA in the last 12 of
@@ -210,7 +210,7 @@ def _settings(model_cfg) -> dict:
             f"numbered 0..{int(s['num_layers']) - 1}"
         )
     s["attention_layers"] = picked
-    s["dtype"] = layers.resolve_dtype(s["dtype"])
+    s["dtype"] = layers.compute_dtype(s["dtype"]).name
     return s
 
 
@@ -358,14 +358,13 @@ class DecoderBlock(nnx.Module):
             nnx.Param(init(rngs.params(), (num_heads, rel_size))) if rel_size else None
         )
 
-    def __call__(self, x, *, mask=None, bias=None, rel_index=None, train=False, key=None):
+    def __call__(self, x, *, mask=None, bias=None, rel_index=None, train=False, key=None, **inputs):
         k_attn, k_drop, k_mlp = layers.split_keys(key, 3)
-        inputs = {}
         if self.rel_bias is not None:
             table = jnp.asarray(self.rel_bias[...])
             bias = jnp.take(table, rel_index, axis=1)[None]  # [1, H, N, N]
         if bias is not None:
-            inputs["bias"] = bias
+            inputs = {**inputs, "bias": bias}
         h = self.attn(self.ln1(x), mask=mask, train=train, key=k_attn, **inputs)
         x = x + layers.dropout(h, self.rate, k_drop, train)
         return x + self.mlp(self.ln2(x), train=train, key=k_mlp)
@@ -442,7 +441,8 @@ class DecoderStack(nnx.Module):
             else None
         )
 
-    def __call__(self, x, *, mask=None, train: bool = False, key=None):
+    def __call__(self, x, *, mask=None, train: bool = False, key=None, **inputs):
+        """`inputs`: per-call attention inputs, for every block."""
         b, n = x.shape[:2]
         if n > self.max_len:
             raise ValueError(f"sequence length {n} exceeds the decoder's max_len {self.max_len}")
@@ -460,7 +460,9 @@ class DecoderStack(nnx.Module):
             causal = jnp.asarray(np.tril(np.ones((n, n), bool)))[None, None]
             masks["mask"] = causal if mask is None else causal & jnp.asarray(mask)[:, None, None, :]
         for block, how, k in zip(self.blocks, self.hows, keys[1:], strict=True):
-            x = block(x, mask=masks[how], bias=bias, rel_index=rel_index, train=train, key=k)
+            x = block(
+                x, mask=masks[how], bias=bias, rel_index=rel_index, train=train, key=k, **inputs
+            )
         return x if self.norm is None else self.norm(x)
 
 
@@ -547,33 +549,34 @@ class Decoder(nnx.Module):
             )
         self.head = nnx.data(head)
 
-    def features(self, tokens, *, mask=None, train: bool = False, key=None):
-        """tokens `[B, N]` -> the backbone's features `[B, N, dim]` float32."""
+    def features(self, tokens, *, mask=None, train: bool = False, key=None, **inputs):
+        """tokens `[B, N]` -> the backbone's features `[B, N, dim]` float32; `inputs`: per-call
+        attention inputs (e.g. SSA's `subsample`)."""
         x = self.embed(jnp.asarray(tokens, jnp.int32)).astype(jnp.float32) * self.embed_scale
-        return self.stack(x, mask=mask, train=train, key=key).astype(jnp.float32)
+        return self.stack(x, mask=mask, train=train, key=key, **inputs).astype(jnp.float32)
 
     def _split(self, key):
         return (None, None) if key is None else tuple(jax.random.split(key))
 
-    def __call__(self, tokens, *, mask=None, train: bool = False, key=None):
+    def __call__(self, tokens, *, mask=None, train: bool = False, key=None, **inputs):
         """tokens `[B, N]` int -> logits `[B, N, V]` float32 (with the adaptive softmax: the
         normalised log-probabilities over the whole vocabulary, materialised)."""
         k_stack, k_out = self._split(key)
-        x = self.features(tokens, mask=mask, train=train, key=k_stack)
+        x = self.features(tokens, mask=mask, train=train, key=k_stack, **inputs)
         if self.settings["output"] == "adaptive":
             return self.head.log_probs(x, train=train, key=k_out)
         if self.head is None:
             return self.embed.attend(x)
         return self.head(x).astype(jnp.float32)
 
-    def nll(self, tokens, targets, *, mask=None, train: bool = False, key=None):
+    def nll(self, tokens, targets, *, mask=None, train: bool = False, key=None, **inputs):
         """Negative log-likelihood (nats) `[B, N]` float32 of `targets` `[B, N]` (usually
         `tokens` shifted by one) given `tokens`; the LM task's loss."""
         if self.settings["output"] == "adaptive":
             k_stack, k_out = self._split(key)
-            x = self.features(tokens, mask=mask, train=train, key=k_stack)
+            x = self.features(tokens, mask=mask, train=train, key=k_stack, **inputs)
             return self.head.nll(x, targets, train=train, key=k_out)
-        logits = self(tokens, mask=mask, train=train, key=key)
+        logits = self(tokens, mask=mask, train=train, key=key, **inputs)
         return optax.softmax_cross_entropy_with_integer_labels(
             logits, jnp.asarray(targets, jnp.int32)
         )

@@ -30,7 +30,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnbench import errors, tasks
-from attnbench.nn import layers
 from language import corpora, decoder, distaug, gpt2, windows
 
 __all__ = ["LanguageModelling", "lm_loss"]
@@ -86,7 +85,7 @@ def _load_checkpoint(config, checkpoint: str) -> decoder.Decoder:
 
 
 @tasks.register("language.lm")
-class LanguageModelling:
+class LanguageModelling(tasks.Task):
     """Next-token prediction on a corpus of `language.corpora`."""
 
     metric_names = ("loss",)
@@ -109,14 +108,11 @@ class LanguageModelling:
             out.append(f"config.best_mode={config.best_mode!r}: {config.best_metric} is min")
         return out
 
-    def _check(self, config) -> None:
-        tasks.check_config(self, config)
-
     def attention_length(self, config) -> int | None:
         return int(config.data.length)
 
     def load_data(self, config) -> tasks.Data:
-        self._check(config)
+        self.check(config)
         d = config.data
         corpus = corpora.load(d)
         if corpus.vocab_size != int(d.vocab_size):
@@ -168,7 +164,7 @@ class LanguageModelling:
         )
 
     def build_model(self, config, rngs):
-        self._check(config)
+        self.check(config)
         checkpoint = str(config.model.get("checkpoint", "") or "")
         if checkpoint:
             model = _load_checkpoint(config, checkpoint)
@@ -185,11 +181,11 @@ class LanguageModelling:
         model.ensemble_seed = int(config.model.get("ensemble_seed", 0))
         return model
 
-    def _nll(self, model, batch, *, train: bool, key):
-        return model.nll(batch["tokens"], batch["targets"], train=train, key=key)
+    def _nll(self, model, batch, *, train: bool, key, **inputs):
+        return model.nll(batch["tokens"], batch["targets"], train=train, key=key, **inputs)
 
-    def loss_and_metrics(self, model, batch, *, train: bool, key):
-        nll = self._nll(model, batch, train=train, key=key)
+    def loss(self, model, batch, *, train: bool, key, **inputs):
+        nll = self._nll(model, batch, train=train, key=key, **inputs)
         return lm_loss(nll, batch["mask"], batch["weight"])
 
     def eval_outputs(self, model, batch):
@@ -197,13 +193,12 @@ class LanguageModelling:
         `language_model` evaluator; with the model's `ensemble_passes`, also `nll_ensemble`,
         the self-ensemble's (a second evaluator reads it: both from one run)."""
         out = {"nll": self._nll(model, batch, train=False, key=None), "mask": batch["mask"]}
-        passes = int(getattr(model, "ensemble_passes", 0))
+        passes = int(model.ensemble_passes)  # set by build_model
         if passes:
             keys = jax.random.split(jax.random.key(model.ensemble_seed), passes)
-            with layers.attention_inputs(subsample=True):
-                each = jax.lax.map(
-                    lambda k: self._nll(model, batch, train=False, key=k), keys
-                )  # [S, B, N]
+            each = jax.lax.map(
+                lambda k: self._nll(model, batch, train=False, key=k, subsample=True), keys
+            )  # [S, B, N]
             log_mean_p = jax.nn.logsumexp(-each.astype(jnp.float32), axis=0) - math.log(passes)
             out["nll_ensemble"] = -log_mean_p
         return out

@@ -16,21 +16,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 from flax import nnx
 
 from attnbench.nn import backbones, layers
 
 __all__ = ["SequenceEncoder", "SequenceClassifier", "DualEncoderClassifier"]
-
-
-def _resolved(model_cfg):
-    """`model_cfg` with `dtype="auto"` resolved for this process's backend
-    (`attnbench.nn.layers.resolve_dtype`): the trainer resolves it before building, other callers
-    (FLOP counts, benchmarks) build models from the config as written."""
-    if model_cfg.get("dtype") != "auto":
-        return model_cfg
-    return ml_collections.ConfigDict({**model_cfg.to_dict(), "dtype": layers.resolve_dtype("auto")})
 
 
 class SequenceEncoder(nnx.Module):
@@ -40,7 +30,7 @@ class SequenceEncoder(nnx.Module):
     the backbone in the compute dtype, pooling in float32."""
 
     def __init__(self, *, vocab_size: int, max_len: int, model_cfg, attention_cfg, rngs):
-        m = _resolved(model_cfg)
+        m = model_cfg
         self.pool_mode = m.pool
         self.backbone = m.encoder
         self.embed = nnx.Embed(
@@ -54,7 +44,8 @@ class SequenceEncoder(nnx.Module):
             m.encoder, model_cfg=m, attention_cfg=attention_cfg, max_len=n, rngs=rngs
         )
 
-    def __call__(self, tokens, *, train: bool = False, key=None):
+    def __call__(self, tokens, *, train: bool = False, key=None, **inputs):
+        """`inputs`: per-call attention inputs for the backbone."""
         tokens = tokens.astype(jnp.int32)
         mask = tokens != 0
         x = self.embed(tokens)
@@ -62,7 +53,7 @@ class SequenceEncoder(nnx.Module):
             cls = jnp.broadcast_to(self.cls[...], (x.shape[0], 1, x.shape[-1])).astype(x.dtype)
             x = jnp.concatenate([cls, x], axis=1)
             mask = jnp.concatenate([jnp.ones((x.shape[0], 1), bool), mask], axis=1)
-        x = self.encoder(x, mask=mask, train=train, key=key)  # compute dtype
+        x = self.encoder(x, mask=mask, train=train, key=key, **inputs)  # compute dtype
         return layers.pool(x, mask, self.pool_mode)  # float32
 
     def count_flops(self, tally) -> None:
@@ -101,9 +92,10 @@ class SequenceClassifier(nnx.Module):
         )
         self.head = layers.ClassifierHead(model_cfg.dim, model_cfg.mlp_dim, num_classes, rngs=rngs)
 
-    def __call__(self, tokens, *, train: bool = False, key=None):
+    def __call__(self, tokens, *, train: bool = False, key=None, **inputs):
         """tokens `[B, N]` -> logits `[B, num_classes]` (float32)."""
-        return self.head(self.encoder(tokens, train=train, key=key)).astype(jnp.float32)
+        pooled = self.encoder(tokens, train=train, key=key, **inputs)
+        return self.head(pooled).astype(jnp.float32)
 
     def count_flops(self, tally) -> None:
         """Forward FLOPs of one example (one sequence) into `tally` (`attnbench.nn.flops.Tally`)."""
@@ -147,11 +139,11 @@ class DualEncoderClassifier(nnx.Module):
         self.hidden2 = nnx.Linear(h, h // 2, rngs=rngs)
         self.logits = nnx.Linear(h // 2, num_classes, rngs=rngs)
 
-    def __call__(self, tokens1, tokens2, *, train: bool = False, key=None):
+    def __call__(self, tokens1, tokens2, *, train: bool = False, key=None, **inputs):
         """tokens1, tokens2 `[B, N]` -> logits `[B, num_classes]` (float32)."""
         # Both documents in one encoder call: one compiled encoder, twice the batch.
         b = tokens1.shape[0]
-        pooled = self.encoder(jnp.concatenate([tokens1, tokens2]), train=train, key=key)
+        pooled = self.encoder(jnp.concatenate([tokens1, tokens2]), train=train, key=key, **inputs)
         u, v = pooled[:b], pooled[b:]
         z = [u, v, u * v, u - v] if self.interaction == "NLI" else [u, v]
         x = jax.nn.relu(self.hidden1(jnp.concatenate(z, axis=-1)))

@@ -25,10 +25,8 @@ def _synthetic(config, batch_size: int, seed: int, vocab: int, classes: int, fie
 
 
 @tasks.register("lra.listops")
-class ListOps:
+class ListOps(tasks.ClassificationTask):
     """LRA ListOps: 10-way classification of the value of a nested list expression."""
-
-    metric_names = tasks.CLASSIFICATION_METRICS
 
     def load_data(self, config) -> tasks.Data:
         d = config.data
@@ -91,21 +89,15 @@ class ListOps:
             rngs=rngs,
         )
 
-    def loss_and_metrics(self, model, batch, *, train: bool, key):
-        logits = model(batch["tokens"], train=train, key=key)
-        return tasks.classification_loss(logits, batch["label"], batch["weight"])
-
-    def eval_outputs(self, model, batch):
-        """Per-example logits for `config.evals` (the classification evaluator)."""
-        return {"logits": model(batch["tokens"], train=False, key=None)}
+    def logits(self, model, batch, *, train: bool, key, **inputs):
+        return model(batch["tokens"], train=train, key=key, **inputs)
 
 
-class _ModuleTask:
+class _ModuleTask(tasks.ClassificationTask):
     """A task whose data module follows the LRA data-module API (`NUM_CLASSES`, `VOCAB_SIZE`,
     `data_config()`, `load(config.data, cache_root) -> (splits, description)`)."""
 
     module = None  # the data module
-    metric_names = tasks.CLASSIFICATION_METRICS
     sources = ("official", "standin")
 
     def load_data(self, config) -> tasks.Data:
@@ -138,13 +130,8 @@ class _ModuleTask:
             rngs=rngs,
         )
 
-    def loss_and_metrics(self, model, batch, *, train: bool, key):
-        logits = model(batch["tokens"], train=train, key=key)
-        return tasks.classification_loss(logits, batch["label"], batch["weight"])
-
-    def eval_outputs(self, model, batch):
-        """Per-example logits for `config.evals` (the classification evaluator)."""
-        return {"logits": model(batch["tokens"], train=False, key=None)}
+    def logits(self, model, batch, *, train: bool, key, **inputs):
+        return model(batch["tokens"], train=train, key=key, **inputs)
 
 
 @tasks.register("lra.text")
@@ -191,9 +178,5 @@ class Retrieval(_ModuleTask):
             rngs=rngs,
         )
 
-    def loss_and_metrics(self, model, batch, *, train: bool, key):
-        logits = model(batch["tokens1"], batch["tokens2"], train=train, key=key)
-        return tasks.classification_loss(logits, batch["label"], batch["weight"])
-
-    def eval_outputs(self, model, batch):
-        return {"logits": model(batch["tokens1"], batch["tokens2"], train=False, key=None)}
+    def logits(self, model, batch, *, train: bool, key, **inputs):
+        return model(batch["tokens1"], batch["tokens2"], train=train, key=key, **inputs)

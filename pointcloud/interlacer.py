@@ -151,10 +151,13 @@ class Interlacer(nnx.Module):
         self.norm = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
         self.head = nnx.Linear(dim, 3, kernel_init=nnx.initializers.zeros, rngs=rngs)
 
-    def __call__(self, prev2, prev1, target, features, kinematic, *, train=False, key=None):
+    def __call__(
+        self, prev2, prev1, target, features, kinematic, *, train=False, key=None, **inputs
+    ):
         """Positions at t `[B, N, 3]` from frames t-2, t-1 `[B, N, 3]`, `target` `[B, N, 3]`
         (read only at kinematic particles: their given positions at t), features `[B, N, 16]`
-        and kinematic `[B, N]` (1 = kinematic)."""
+        and kinematic `[B, N]` (1 = kinematic); `inputs`: per-call attention inputs for the
+        attention blocks (which also get the coordinates and the k-NN graph)."""
         x = input_features(prev2, prev1, target, features, kinematic, self.delta_scale)
         h = self.embed(x.astype(self.dtype))
         coords = prev1
@@ -165,7 +168,7 @@ class Interlacer(nnx.Module):
             if isinstance(block, KnnMessagePassing):
                 h = block(h, coords, nbrs, train=train, key=k)
             else:
-                h = block(h, train=train, key=k, coords=coords, neighbors=nbrs)
+                h = block(h, train=train, key=k, **{**inputs, "coords": coords, "neighbors": nbrs})
         y = self.head(self.norm(h).astype(jnp.float32))
         dx = self.delta_max * jnp.tanh(self.delta_scale * y / self.delta_max)
         kin = kinematic[..., None].astype(bool)

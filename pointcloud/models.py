@@ -49,7 +49,6 @@ import math
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 from flax import nnx
 
 from attnbench import errors
@@ -70,13 +69,6 @@ __all__ = [
 READOUTS = ("mean", "max", "attention")
 ARCHS = ("samsa", "transformer", "pointnet", "dgcnn")  # config.model.encoder
 NEG = -1e9  # masked logits / max-pool fill (finite: never NaN)
-
-
-def _resolved(model_cfg):
-    """`model_cfg` with `dtype="auto"` resolved for this process's backend."""
-    if model_cfg.get("dtype") != "auto":
-        return model_cfg
-    return ml_collections.ConfigDict({**model_cfg.to_dict(), "dtype": layers.resolve_dtype("auto")})
 
 
 def _readout(x, mask, mode: str, score=None):
@@ -115,7 +107,7 @@ class PointTransformer(nnx.Module):
         num_categories: int = 0,
         rngs: nnx.Rngs,
     ):
-        m = _resolved(model_cfg)
+        m = model_cfg
         if m.encoder not in ("samsa", "transformer"):
             raise errors.ConfigError(
                 f"config.model.encoder={m.encoder!r}: a point Transformer takes the samsa or "
@@ -134,7 +126,11 @@ class PointTransformer(nnx.Module):
             m.encoder, model_cfg=m, attention_cfg=attention_cfg, max_len=num_points, rngs=rngs
         )
 
-    def __call__(self, points, *, mask=None, category=None, train: bool = False, key=None):
+    def __call__(
+        self, points, *, mask=None, category=None, train: bool = False, key=None, **inputs
+    ):
+        """Per-point features; the backbone gets the points' coordinates as the attention
+        input `coords` (GRF builds its k-NN graph from them), besides the caller's `inputs`."""
         points = _features(points, self.in_features)
         if key is None and not train:
             # Mechanisms that resample per call (GRF on each cloud's k-NN graph) need a key at
@@ -146,8 +142,8 @@ class PointTransformer(nnx.Module):
             if category is None:
                 raise ValueError("this model takes the object category (category=[B] ints)")
             x = x + self.category(category.astype(jnp.int32))[:, None, :]
-        with layers.attention_inputs(coords=points[..., :3]):
-            return self.encoder(x, mask=mask, train=train, key=key)
+        inputs = {"coords": points[..., :3], **inputs}
+        return self.encoder(x, mask=mask, train=train, key=key, **inputs)
 
     def count_flops(self, tally) -> None:
         tally.linear("embedding", self.embed, self.length)
@@ -177,8 +173,8 @@ class PointClassifier(nnx.Module):
             self.score = nnx.Linear(dim, 1, rngs=rngs)
         self.head = nnx.Linear(dim, num_classes, rngs=rngs)
 
-    def __call__(self, points, *, mask=None, train: bool = False, key=None):
-        x = self.body(points, mask=mask, train=train, key=key)
+    def __call__(self, points, *, mask=None, train: bool = False, key=None, **inputs):
+        x = self.body(points, mask=mask, train=train, key=key, **inputs)
         pooled = _readout(x, mask, self.readout, getattr(self, "score", None))
         return self.head(pooled).astype(jnp.float32)
 
@@ -211,8 +207,8 @@ class PointSegmenter(nnx.Module):
         )
         self.head = nnx.Linear(model_cfg.dim, num_parts, rngs=rngs)
 
-    def __call__(self, points, category, *, mask=None, train: bool = False, key=None):
-        x = self.body(points, mask=mask, category=category, train=train, key=key)
+    def __call__(self, points, category, *, mask=None, train: bool = False, key=None, **inputs):
+        x = self.body(points, mask=mask, category=category, train=train, key=key, **inputs)
         return self.head(x.astype(jnp.float32))
 
     def count_flops(self, tally) -> None:
@@ -298,7 +294,8 @@ class PointNet(nnx.Module):
         x = _run(self.mlp2, x)
         return _readout(x, mask, "max"), t64
 
-    def __call__(self, points, *, mask=None, train: bool = False, key=None):
+    def __call__(self, points, *, mask=None, train: bool = False, key=None, **inputs):
+        """Logits; `inputs` (attention inputs) are ignored: PointNet has no attention."""
         logits, _ = self.logits_and_regularizer(points, mask=mask, train=train, key=key)
         return logits
 
@@ -355,7 +352,8 @@ class DGCNN(nnx.Module):
         self.out = nnx.Linear(256, num_classes, rngs=rngs)
         self.rate = dropout
 
-    def __call__(self, points, *, mask=None, train: bool = False, key=None):
+    def __call__(self, points, *, mask=None, train: bool = False, key=None, **inputs):
+        """Logits; `inputs` (attention inputs) are ignored: DGCNN has no attention."""
         x = _features(points, self.in_features)
         if x.shape[1] <= self.k:
             raise ValueError(f"DGCNN: {x.shape[1]} points, fewer than k + 1 = {self.k + 1}")

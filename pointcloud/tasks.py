@@ -41,7 +41,7 @@ def _points(batch):
     return batch["points"], (None if mask is None else mask > 0)
 
 
-class _PointTask:
+class _PointTask(tasks.Task):
     """Shared plumbing: data loading through `pointcloud.data`, config checks."""
 
     dataset = ""
@@ -49,7 +49,7 @@ class _PointTask:
     def load_data(self, config) -> tasks.Data:
         from pointcloud import data
 
-        self._check(config)
+        self.check(config)
         splits, description = data.load(config.data)
         self._check_description(config, description)
         return tasks.Data(
@@ -85,17 +85,13 @@ class _PointTask:
         """Every point is a token."""
         return int(config.data.num_points)
 
-    def _check(self, config) -> None:
-        tasks.check_config(self, config)
-
 
 @tasks.register("pointcloud.modelnet40")
-class ModelNetClassification(_PointTask):
+class ModelNetClassification(_PointTask, tasks.ClassificationTask):
     """Clouds `points [B, N, 6]` -> one of `config.data.num_classes` shape classes."""
 
     dataset = "modelnet40"
     archs = models.ARCHS
-    metric_names = tasks.CLASSIFICATION_METRICS
 
     def _check_description(self, config, description) -> None:
         found = int(description.get("num_classes", 0))
@@ -106,7 +102,7 @@ class ModelNetClassification(_PointTask):
             )
 
     def build_model(self, config, rngs):
-        self._check(config)
+        self.check(config)
         return models.build_classifier(
             in_features=_in_features(config),
             num_points=int(config.data.num_points),
@@ -116,18 +112,18 @@ class ModelNetClassification(_PointTask):
             rngs=rngs,
         )
 
-    def loss_and_metrics(self, model, batch, *, train: bool, key):
+    def logits(self, model, batch, *, train: bool, key, **inputs):
         points, mask = _points(batch)
-        if isinstance(model, models.PointNet):
-            logits, reg = model.logits_and_regularizer(points, mask=mask, train=train, key=key)
-            loss, metrics = tasks.classification_loss(logits, batch["label"], batch["weight"])
-            return loss + reg, metrics
-        logits = model(points, mask=mask, train=train, key=key)
-        return tasks.classification_loss(logits, batch["label"], batch["weight"])
+        return model(points, mask=mask, train=train, key=key, **inputs)
 
-    def eval_outputs(self, model, batch):
+    def loss(self, model, batch, *, train: bool, key, **inputs):
+        """Cross-entropy; PointNet adds its feature-transform regulariser."""
+        if not isinstance(model, models.PointNet):
+            return super().loss(model, batch, train=train, key=key, **inputs)
         points, mask = _points(batch)
-        return {"logits": model(points, mask=mask, train=False, key=None)}
+        logits, reg = model.logits_and_regularizer(points, mask=mask, train=train, key=key)
+        loss, metrics = tasks.classification_loss(logits, batch["label"], batch["weight"])
+        return loss + reg, metrics
 
     def example_batch(self, config, batch_size: int, seed: int = 0) -> dict:
         """Random unit-sphere clouds with unit normals of the config's shapes (for timing)."""
@@ -164,7 +160,7 @@ class ShapeNetPartSegmentation(_PointTask):
 
     dataset = "shapenetpart"
     archs = ("samsa", "transformer")
-    metric_names = tasks.CLASSIFICATION_METRICS
+    metric_names = ("loss", "accuracy")  # per point (`segmentation_loss`)
 
     def check_config(self, config) -> list[str]:
         out = super().check_config(config)
@@ -192,7 +188,7 @@ class ShapeNetPartSegmentation(_PointTask):
                 )
 
     def build_model(self, config, rngs):
-        self._check(config)
+        self.check(config)
         return models.PointSegmenter(
             in_features=_in_features(config),
             num_points=int(config.data.num_points),
@@ -203,9 +199,9 @@ class ShapeNetPartSegmentation(_PointTask):
             rngs=rngs,
         )
 
-    def loss_and_metrics(self, model, batch, *, train: bool, key):
+    def loss(self, model, batch, *, train: bool, key, **inputs):
         points, mask = _points(batch)
-        logits = model(points, batch["category"], mask=mask, train=train, key=key)
+        logits = model(points, batch["category"], mask=mask, train=train, key=key, **inputs)
         return segmentation_loss(logits, batch["part"], batch["weight"], mask)
 
     def eval_outputs(self, model, batch):

@@ -65,14 +65,6 @@ def num_tokens(model_cfg, image_size: int) -> int:
     return gh * gw + int(extra)
 
 
-def _resolved(model_cfg):
-    """`model_cfg` with `dtype="auto"` resolved for this backend
-    (`attnbench.nn.layers.resolve_dtype`)."""
-    if model_cfg.get("dtype") != "auto":
-        return model_cfg
-    return ml_collections.ConfigDict({**model_cfg.to_dict(), "dtype": layers.resolve_dtype("auto")})
-
-
 class ImageClassifier(nnx.Module):
     """images `[B, H, W, C]` float32 -> logits `[B, num_classes]` float32.
 
@@ -90,7 +82,7 @@ class ImageClassifier(nnx.Module):
         attention_cfg,
         rngs: nnx.Rngs,
     ):
-        m = _resolved(model_cfg)
+        m = model_cfg
         self.backbone = m.encoder
         self.image_size = image_size
         self.patch_size = p = m.patch_size
@@ -115,8 +107,9 @@ class ImageClassifier(nnx.Module):
         width = getattr(self.encoder, "out_dim", m.dim)
         self.head = nnx.Linear(width, num_classes, rngs=rngs)
 
-    def features(self, images, *, train: bool = False, key=None):
-        """images `[B, H, W, C]` -> pooled features `[B, width]` float32."""
+    def features(self, images, *, train: bool = False, key=None, **inputs):
+        """images `[B, H, W, C]` -> pooled features `[B, width]` float32; `inputs`: per-call
+        attention inputs for the backbone."""
         if images.shape[1:3] != (self.image_size, self.image_size):
             raise ValueError(
                 f"images are {images.shape[1]}x{images.shape[2]}, the model was built for "
@@ -130,11 +123,12 @@ class ImageClassifier(nnx.Module):
         if hasattr(self, "cls"):
             cls = jnp.broadcast_to(self.cls[...], (b, 1, x.shape[-1])).astype(x.dtype)
             x = jnp.concatenate([cls, x], axis=1)
-        x = self.encoder(x, train=train, key=key)
+        x = self.encoder(x, train=train, key=key, **inputs)
         return layers.pool(x, None, self.pool_mode)
 
-    def __call__(self, images, *, train: bool = False, key=None):
-        return self.head(self.features(images, train=train, key=key)).astype(jnp.float32)
+    def __call__(self, images, *, train: bool = False, key=None, **inputs):
+        features = self.features(images, train=train, key=key, **inputs)
+        return self.head(features).astype(jnp.float32)
 
     def count_flops(self, tally) -> None:
         """Forward FLOPs of one image into `tally` (`attnbench.nn.flops.Tally`)."""

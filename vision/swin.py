@@ -341,9 +341,11 @@ class SwinBlock(nnx.Module):
         groups, _ = _region_groups(*self.grid, self.window_size, self.shift)
         return [(len(idx), len(present), len(present) > 1) for idx, _, present in groups]
 
-    def _attend(self, windows, *, train: bool, key):
-        """Window attention: `windows [B * nW, w², C]` -> `[B * nW, w², C]`."""
-        inputs = {"bias": self.position_bias()} if self.relative_position_bias else {}
+    def _attend(self, windows, *, train: bool, key, **inputs):
+        """Window attention: `windows [B * nW, w², C]` -> `[B * nW, w², C]`; `inputs`: the
+        caller's per-call attention inputs (the relative position bias is added here)."""
+        if self.relative_position_bias:
+            inputs = {**inputs, "bias": self.position_bias()}
         if self.shift_masks == "none":
             return self.attn(windows, train=train, key=key, **inputs)
         height, width = self.grid
@@ -374,8 +376,9 @@ class SwinBlock(nnx.Module):
             outs.append(out.reshape(batch, len(idx), n, c))
         return jnp.concatenate(outs, axis=1)[:, restore].reshape(-1, n, c)
 
-    def __call__(self, x, *, train: bool = False, key=None):
-        """x: `[B, H*W, C]` row-major tokens of the grid -> `[B, H*W, C]`."""
+    def __call__(self, x, *, train: bool = False, key=None, **inputs):
+        """x: `[B, H*W, C]` row-major tokens of the grid -> `[B, H*W, C]`; `inputs`: per-call
+        attention inputs."""
         batch, length, c = x.shape
         height, width = self.grid
         if length != height * width:
@@ -389,7 +392,10 @@ class SwinBlock(nnx.Module):
         if s:
             h = jnp.roll(h, (-s, -s), axis=(1, 2))
         h = window_reverse(
-            self._attend(window_partition(h, w), train=train, key=k_attn), w, height, width
+            self._attend(window_partition(h, w), train=train, key=k_attn, **inputs),
+            w,
+            height,
+            width,
         )
         if s:
             h = jnp.roll(h, (s, s), axis=(1, 2))
@@ -534,9 +540,10 @@ class SwinEncoder(nnx.Module):
         self.out_dim, self.out_grid = width, resolution
         self.dtype = jnp.dtype(dtype)
 
-    def __call__(self, x, *, mask=None, train: bool = False, key=None):
+    def __call__(self, x, *, mask=None, train: bool = False, key=None, **inputs):
         """x: `[B, H'*W', C]` patch embeddings, row-major -> `[B, out_grid[0] * out_grid[1],
-        out_dim]` in the compute dtype. `mask` must be None (windows need the full grid)."""
+        out_dim]` in the compute dtype. `mask` must be None (windows need the full grid);
+        `inputs`: per-call attention inputs, for every block."""
         if mask is not None:
             raise ValueError("SwinEncoder attends over the full patch grid: mask must be None")
         n = x.shape[1]
@@ -546,7 +553,7 @@ class SwinEncoder(nnx.Module):
         x = x.astype(self.dtype)
         for s, stage in enumerate(self.stages):
             for block in stage:
-                x = block(x, train=train, key=next(keys))
+                x = block(x, train=train, key=next(keys), **inputs)
             if s < len(self.merges):
                 x = self.merges[s](x)
         return self.norm(x)

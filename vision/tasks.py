@@ -13,7 +13,7 @@ from vision import data, mixup, models
 __all__ = ["ImageClassification"]
 
 
-class ImageClassification:
+class ImageClassification(tasks.ClassificationTask):
     """One dataset of `vision.data`: images -> `vision.models.ImageClassifier` -> class.
 
     Training minimises cross-entropy against the labels, or against soft targets when the
@@ -22,14 +22,13 @@ class ImageClassification:
     """
 
     dataset = ""
-    metric_names = tasks.CLASSIFICATION_METRICS
 
     def __init__(self):
         self._mix: dict | None = None  # set by build_model from the config
 
     def load_data(self, config) -> tasks.Data:
         d = config.data
-        self._check(config)
+        self.check(config)
         splits, description = data.load(d)
         train_fn, eval_fn = data.transforms_for(d)
         if description["num_classes"] > d.num_classes:
@@ -79,11 +78,8 @@ class ImageClassification:
             return None
         return models.num_tokens(m, config.data.image_size)
 
-    def _check(self, config) -> None:
-        tasks.check_config(self, config)
-
     def build_model(self, config, rngs):
-        self._check(config)
+        self.check(config)
         d = config.data
         self._mix = dict(
             num_classes=int(d.num_classes),
@@ -111,23 +107,23 @@ class ImageClassification:
         m = self._mix or {}
         return bool(m.get("mixup_alpha") or m.get("cutmix_alpha") or m.get("label_smoothing"))
 
-    def loss_and_metrics(self, model, batch, *, train: bool, key):
-        images, labels, weight = batch["image"], batch["label"], batch["weight"]
+    def logits(self, model, batch, *, train: bool, key, **inputs):
+        return model(batch["image"], train=train, key=key, **inputs)
+
+    def loss(self, model, batch, *, train: bool, key, **inputs):
+        """Cross-entropy against the labels, or against soft targets where the recipe mixes
+        the batch or smooths the labels (training only)."""
         if not (train and self._soft()):
-            logits = model(images, train=train, key=key)
-            return tasks.classification_loss(logits, labels, weight)
+            return super().loss(model, batch, train=train, key=key, **inputs)
+        images, labels, weight = batch["image"], batch["label"], batch["weight"]
         mix_key, key = jax.random.split(key)
         m = self._mix
         if m["mixup_alpha"] or m["cutmix_alpha"]:
             images, targets = mixup.mix(images, labels, mix_key, **m)
         else:
             targets = mixup.one_hot_smooth(labels, m["num_classes"], m["label_smoothing"])
-        logits = model(images, train=True, key=key)
+        logits = model(images, train=True, key=key, **inputs)
         return tasks.classification_loss(logits, labels, weight, targets=targets)
-
-    def eval_outputs(self, model, batch):
-        """Per-example logits for `config.evals` (top-1 and top-5 accuracy)."""
-        return {"logits": model(batch["image"], train=False, key=None)}
 
     def example_batch(self, config, batch_size: int, seed: int = 0) -> dict:
         """Normalised-looking random images and labels of the config's shapes (for timing)."""

@@ -29,7 +29,7 @@ import numpy as np
 
 from attention import kernels
 from attnbench import config as config_lib
-from attnbench import errors, io, tasks, train, validate
+from attnbench import errors, io, tasks, validate
 from attnbench.bench import attention as bench_attention
 from attnbench.launch import isolate
 
@@ -76,10 +76,8 @@ def measure(
     with config.unlocked():
         config.batch_size = batch
     config_lib.override(config, overrides or {})
-    validate.check(config)
     task = tasks.get(config.task)
-    if not hasattr(task, "example_batch"):
-        raise ValueError(f"task {config.task} has no example_batch(); bench train needs one")
+    validate.check(config, task)
     rec = {
         "config": spec,
         "overrides": dict(overrides or {}),
@@ -99,27 +97,15 @@ def measure(
         "compile_s": None,
         "skipped": None,
     }
-    mesh = train.make_mesh()
-    replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-    data_sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
-    graphdef, state, optimizer, schedule = train.init_state(task, config, replicated)
-    train_step, eval_step = train.make_steps(
-        task,
-        graphdef,
-        optimizer,
-        schedule,
-        config.seed,
-        state,
-        mesh,
-        ema_decay=config.get("ema_decay", 0.0),
-    )
-    example = jax.device_put(task.example_batch(config, batch), data_sharding)
+    built = steps.setup(task, config)
+    state = built.state
+    example = jax.device_put(task.example_batch(config, batch), built.batch_sharding)
     t0 = time.perf_counter()
     with kernels.record() as chosen:  # which dense kernel each call site took
         if mode == "train":
-            lowered = train_step.lower(state, example, False)
+            lowered = built.train_step(0).lower(state, example)
         else:
-            lowered = eval_step.lower(state["params"], state["buffers"], example)
+            lowered = built.eval_step.lower(state["params"], state["buffers"], example)
     rec["kernels"] = chosen.summary()
     compiled = lowered.compile()
     rec["compile_s"] = time.perf_counter() - t0
@@ -209,10 +195,7 @@ def plan(config: str, mechanisms, lengths) -> list[tuple[str, str, int]]:
         for n in lengths:
             spec = spec_for(config, m, n)
             loaded = config_lib.load(spec)
-            if not hasattr(tasks.get(loaded.task), "example_batch"):
-                raise errors.ConfigError(
-                    f"task {loaded.task} has no example_batch(); bench train needs it"
-                )
+            tasks.get(loaded.task).example_batch(loaded, 1)  # refused where there is none
             out.append((m or loaded.attention.name, spec, n))
     return out
 

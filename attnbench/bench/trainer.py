@@ -19,39 +19,27 @@ import time
 import jax
 
 from attnbench import config as config_lib
-from attnbench import io, tasks, train
+from attnbench import io, steps, tasks, train
 from attnbench.data import pipeline
 
 __all__ = ["bare_loop", "trainer", "run", "write"]
 
 
-def bare_loop(config, steps: int) -> float:
+def bare_loop(config, num_steps: int) -> float:
     """Steps/s of a plain Python loop over the trainer's jitted step (excluding the first)."""
     task = tasks.get(config.task)
-    mesh = train.make_mesh()
-    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
-    replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    built = steps.setup(task, config)
     ds = task.load_data(config)
     it = pipeline.train_iterator(ds.train, batch_size=config.batch_size, seed=config.seed)
-    batches = [jax.device_put(next(it), sharding) for _ in range(steps)]
-    graphdef, state, optimizer, schedule = train.init_state(task, config, replicated)
-    step, _ = train.make_steps(
-        task,
-        graphdef,
-        optimizer,
-        schedule,
-        config.seed,
-        state,
-        mesh,
-        ema_decay=config.get("ema_decay", 0.0),
-    )
-    state, m = step(state, batches[0], False)
+    batches = [jax.device_put(next(it), built.batch_sharding) for _ in range(num_steps)]
+    step, state = built.train_step(0), built.state
+    state, m = step(state, batches[0])
     jax.block_until_ready(m)
     t0 = time.perf_counter()
     for batch in batches[1:]:
-        state, m = step(state, batch, False)
+        state, m = step(state, batch)
     jax.block_until_ready((state, m))
-    return (steps - 1) / (time.perf_counter() - t0)
+    return (num_steps - 1) / (time.perf_counter() - t0)
 
 
 def trainer(config, steps: int) -> float:

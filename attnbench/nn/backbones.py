@@ -2,8 +2,12 @@
 
     encoder = backbones.build(config.model.encoder, model_cfg=config.model,
                               attention_cfg=config.attention, max_len=n, rngs=rngs)
-    y = encoder(x, mask=mask, train=train, key=key)   # x [B, N, dim] embedded -> [B, N, dim]
+    y = encoder(x, mask=mask, train=train, key=key, **inputs)  # [B, N, dim] -> [B, N, dim]
     backbones.count_flops(config.model.encoder, encoder, tally, n=n, masked=True)
+
+Every backbone is called as `encoder(x, *, mask, train, key, **inputs)` on embedded inputs,
+`inputs` being per-call attention inputs it hands to every attention layer (SSA's `subsample`,
+point coordinates).
 
 A backbone is built from the model section (`num_layers`, `dim`, `qkv_dim`, `num_heads`,
 `mlp_dim`, `dropout`, `positions`, `dtype`, and its own fields), the attention section (any
@@ -29,10 +33,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import jax.numpy as jnp
-
 from attention import cost
-from attnbench import errors
+from attnbench import errors, registry
 from attnbench.nn import layers, samsa_block
 
 __all__ = [
@@ -48,8 +50,19 @@ __all__ = [
     "gelu_name",
 ]
 
+
+class UnknownBackboneError(errors.ConfigError, errors.UnknownNameError):
+    """A `config.model.encoder` that names no registered backbone."""
+
+
 # name -> (factory, FLOP formula or None)
-_REGISTRY: dict[str, tuple[Callable, Callable | None]] = {}
+_BACKBONES: registry.Registry[tuple[Callable, Callable | None]] = registry.Registry(
+    "backbone",
+    error=UnknownBackboneError,
+    message=lambda name, known: (
+        f"config.model.encoder={name!r}: unknown backbone; known: {', '.join(known)}"
+    ),
+)
 
 
 def register(name: str, *, flops: Callable | None = None):
@@ -58,24 +71,18 @@ def register(name: str, *, flops: Callable | None = None):
     optional: without one, FLOP counts report the backbone's work as unknown)."""
 
     def deco(factory):
-        if name in _REGISTRY:
-            raise ValueError(f"backbone {name!r} is already registered")
-        _REGISTRY[name] = (factory, flops)
+        _BACKBONES.register(name, (factory, flops))
         return factory
 
     return deco
 
 
 def names() -> list[str]:
-    return sorted(_REGISTRY)
+    return _BACKBONES.names()
 
 
 def build(name: str, *, model_cfg, attention_cfg, max_len: int, rngs):
-    if name not in _REGISTRY:
-        raise errors.ConfigError(
-            f"config.model.encoder={name!r}: unknown backbone; known: {', '.join(names())}"
-        )
-    factory, _ = _REGISTRY[name]
+    factory, _ = _BACKBONES.get(name)
     return factory(model_cfg=model_cfg, attention_cfg=attention_cfg, max_len=max_len, rngs=rngs)
 
 
@@ -84,9 +91,7 @@ def count_flops(name: str, encoder, tally, *, n: int, masked: bool) -> None:
     sequence of `n` tokens to `tally` (`attnbench.nn.flops.Tally`); `masked`: a key-padding mask is
     passed. A backbone registered without a formula adds NaN (unknown) to every component an
     encoder fills."""
-    if name not in _REGISTRY:
-        raise errors.ConfigError(f"unknown backbone {name!r}; known: {', '.join(names())}")
-    _, formula = _REGISTRY[name]
+    _, formula = _BACKBONES.get(name)
     if formula is None:
         for component in ("embedding", "attention", "projections", "mlp", "norms/other"):
             tally.add(component, math.nan, math.nan)
@@ -196,7 +201,7 @@ def transformer(*, model_cfg, attention_cfg, max_len: int, rngs):
         attention_cfg=attention_cfg,
         max_len=max_len,
         positions=m.positions,
-        dtype=jnp.dtype(m.dtype),
+        dtype=layers.compute_dtype(m.dtype),
         drop_path=m.get("drop_path", 0.0),
         drop_path_decay=m.get("drop_path_decay", "linear"),
         layer_scale=m.get("layer_scale", None),
@@ -236,6 +241,6 @@ def samsa(*, model_cfg, attention_cfg, max_len: int, rngs):
         dropout_rate=m.dropout,
         max_len=max_len,
         positions=m.positions == "sinusoidal",
-        dtype=jnp.dtype(m.dtype),
+        dtype=layers.compute_dtype(m.dtype),
         rngs=rngs,
     )

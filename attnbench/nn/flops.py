@@ -49,6 +49,7 @@ import jax
 from flax import nnx
 
 import attention
+from attnbench import config as config_lib
 from attnbench import tasks
 from attnbench.nn import layers
 
@@ -357,6 +358,7 @@ def count(
       ValueError: the task's model has no `count_flops` method.
     """
     task = tasks.get(config.task)
+    config = config_lib.resolve(config)  # counts do not depend on the compute dtype
     model = nnx.eval_shape(lambda: task.build_model(config, nnx.Rngs(params=config.seed)))
     if not hasattr(model, "count_flops"):
         raise ValueError(

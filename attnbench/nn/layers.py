@@ -5,7 +5,12 @@ Randomness is explicit: modules take `key` (a PRNG key) and `train` in `__call__
 per-layer keys with `fold_in`. No RNG state lives in a module, so a model's state is its
 parameters alone and a run resumes exactly from (params, optimizer state, step).
 
-Precision (`config.model.dtype`, `resolve_dtype`): parameters are always float32 (flax's
+Per-call inputs of the attention (SSA's `subsample`, point coordinates for GRF's k-NN graph) are
+keyword arguments: every encoder's `__call__(x, *, mask, train, key, **inputs)` hands them to its
+blocks, and `Attention` passes each mechanism the ones it declares.
+
+Precision (`config.model.dtype`, resolved by `attnbench.config.resolve` when a run starts;
+`compute_dtype`): parameters are always float32 (flax's
 `param_dtype` default), so are the optimizer state, the gradients and the loss. The compute
 dtype `dtype` (e.g. bfloat16) is that of every activation between layers: the encoders add
 their positions in float32 and then cast the residual stream to it; projections and MLPs
@@ -16,11 +21,8 @@ softmax statistics in float32 themselves; `pool` and the classifier heads work i
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import math
-import types
 
 import jax
 import jax.numpy as jnp
@@ -28,13 +30,11 @@ import numpy as np
 from flax import nnx
 
 import attention
+from attnbench import config as config_lib
 
 __all__ = [
     "COMPUTE_DTYPES",
-    "ACCELERATOR_PLATFORMS",
-    "resolve_dtype",
     "compute_dtype",
-    "attention_call_inputs",
     "torch_uniform",
     "torch_linear",
     "torch_layer_norm",
@@ -47,7 +47,6 @@ __all__ = [
     "mechanism",
     "block_stack",
     "Buffer",
-    "attention_inputs",
     "Attention",
     "GELUS",
     "check_gelu",
@@ -59,43 +58,19 @@ __all__ = [
 ]
 
 _xavier = nnx.initializers.xavier_uniform()
-_CALL_INPUTS: contextvars.ContextVar = contextvars.ContextVar(
-    "attention_inputs", default=types.MappingProxyType({})
-)
 
 
-# `config.model.dtype` values besides "auto".
+# `config.model.dtype` values besides "auto" (which `attnbench.config.resolve` turns into one).
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
-# Backends (`jax.default_backend()`, or a device's `platform`) on which "auto" is bfloat16.
-ACCELERATOR_PLATFORMS = ("gpu", "cuda", "rocm", "tpu")
 
 
-def resolve_dtype(name: str, platform: str | None = None) -> str:
-    """The compute dtype `config.model.dtype = name` means on backend `platform` (default: JAX's
-    default backend): "auto" is "bfloat16" on a GPU or TPU and "float32" anywhere else (on CPU
-    XLA emulates bfloat16 arithmetic, slower than float32, and nobody trains in it there); any
-    other name is returned unchanged. A pure function of `platform` when it is given."""
-    if name != "auto":
-        return name
-    platform = (platform or jax.default_backend()).lower()
-    return "bfloat16" if platform in ACCELERATOR_PLATFORMS else "float32"
-
-
-def compute_dtype(name, platform: str | None = None) -> jnp.dtype:
-    """`resolve_dtype` as a numpy dtype (also accepts a dtype)."""
-    return jnp.dtype(resolve_dtype(name, platform) if isinstance(name, str) else name)
-
-
-@contextlib.contextmanager
-def attention_inputs(**inputs):
-    """Extra inputs for every attention layer called (traced) inside the block; each mechanism
-    receives those it declares. The trainer uses it for phases that change the attention, e.g.
-    `subsample=False` for SSA's dense fine-tuning ("+FT")."""
-    token = _CALL_INPUTS.set({**_CALL_INPUTS.get(), **inputs})
-    try:
-        yield
-    finally:
-        _CALL_INPUTS.reset(token)
+def compute_dtype(name) -> jnp.dtype:
+    """A config's compute dtype name (or a dtype) as a numpy dtype; "auto" means what
+    `attnbench.config.compute_dtype` decides for this backend (a run's config arrives resolved:
+    `attnbench.steps.setup`; a model built straight from a recipe gets the same answer)."""
+    if isinstance(name, str):
+        return jnp.dtype(config_lib.compute_dtype(name))
+    return jnp.dtype(name)
 
 
 def torch_uniform(fan_in: int):
@@ -118,13 +93,6 @@ def torch_linear(din: int, dout: int, dtype, rngs) -> nnx.Linear:
 def torch_layer_norm(width: int, dtype, rngs) -> nnx.LayerNorm:
     """`nnx.LayerNorm` with PyTorch's epsilon, 1e-5 (flax's default is 1e-6)."""
     return nnx.LayerNorm(width, epsilon=1e-5, dtype=dtype, rngs=rngs)
-
-
-def attention_call_inputs() -> dict:
-    """The extra attention inputs set by the enclosing `attention_inputs` blocks (e.g.
-    `{"subsample": False}` in SSA's +FT phase), for layers that implement their own attention
-    (EGT) instead of calling a mechanism through `Attention`."""
-    return dict(_CALL_INPUTS.get())
 
 
 def dropout(x, rate: float, key, train: bool):
@@ -282,7 +250,7 @@ class Attention(nnx.Module):
         if buffers:
             params["buffers"] = buffers
         # A caller may pass its own `x` (SAMSA scores the raw, un-normalised layer input).
-        given = {"x": x, **_CALL_INPUTS.get(), **inputs}
+        given = {"x": x, **inputs}
         extra = {k: v for k, v in given.items() if k in self.mechanism.inputs}
         q, k = (self.query(x), self.key(x)) if self.mechanism.needs_qk else (None, None)
         out = self.mechanism.apply(

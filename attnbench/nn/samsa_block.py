@@ -66,10 +66,11 @@ class SAMSABlock(nnx.Module):
         self.mlp = layers.MlpBlock(dim, mlp_dim, dropout_rate, dtype=dtype, rngs=rngs)
         self.drop_path = drop_path
 
-    def __call__(self, x, *, residual_scale, mask=None, train: bool = False, key=None):
-        """x: `[B, N, dim]`, residual_scale: scalar, mask: key padding `[B, N]` -> `[B, N, dim]`."""
+    def __call__(self, x, *, residual_scale, mask=None, train: bool = False, key=None, **inputs):
+        """x: `[B, N, dim]`, residual_scale: scalar, mask: key padding `[B, N]` -> `[B, N, dim]`;
+        `inputs`: per-call attention inputs (`attnbench.nn.layers.Attention`)."""
         k_attn, k_path1, k_mlp, k_path2 = layers.split_keys(key, 4)
-        h = self.attn(self.norm1(x), x=x, mask=mask, train=train, key=k_attn)
+        h = self.attn(self.norm1(x), x=x, mask=mask, train=train, key=k_attn, **inputs)
         x = x + residual_scale * drop_path(h, self.drop_path, k_path1, train)
         h = self.mlp(self.norm2(x), train=train, key=k_mlp)
         return x + residual_scale * drop_path(h, self.drop_path, k_path2, train)
@@ -134,8 +135,9 @@ class SAMSAEncoder(nnx.Module):
         self.norm = nnx.RMSNorm(dim, dtype=dtype, rngs=rngs)
         self.dtype = jnp.dtype(dtype)
 
-    def __call__(self, x, *, mask=None, train: bool = False, key=None):
-        """x: `[B, N, dim]` embedded tokens, mask: `[B, N]` True for real tokens -> `[B, N, dim]`.
+    def __call__(self, x, *, mask=None, train: bool = False, key=None, **inputs):
+        """x: `[B, N, dim]` embedded tokens, mask: `[B, N]` True for real tokens -> `[B, N, dim]`;
+        `inputs`: per-call attention inputs, for every block.
 
         `key` is needed when `train` (SAMSA's Gumbel noise, dropout, drop-path). Positions are
         added in the input's precision, then the residual stream is cast to the compute
@@ -146,5 +148,5 @@ class SAMSAEncoder(nnx.Module):
         x = x.astype(self.dtype)  # the residual stream is in the compute dtype (nn.layers)
         alpha = self.residual_scale[...].astype(x.dtype)
         for block, k in zip(self.blocks, layers.split_keys(key, len(self.blocks)), strict=True):
-            x = block(x, residual_scale=alpha, mask=mask, train=train, key=k)
+            x = block(x, residual_scale=alpha, mask=mask, train=train, key=k, **inputs)
         return self.norm(x)

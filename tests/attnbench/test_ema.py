@@ -11,7 +11,7 @@ import orbax.checkpoint as ocp
 import pytest
 
 from attnbench import config as config_lib
-from attnbench import errors, tasks, train
+from attnbench import errors, steps, tasks, train
 from tests.attnbench.test_train import _leaves, _records, _run_cli, _strip_rates
 
 SMOKE = "lra/listops.py:preset=smoke"
@@ -51,21 +51,24 @@ def _recording_steps(monkeypatch):
     """Makes the trainer's jitted step record the parameters: the initial ones, then those after
     each step. Returns the list it fills with `_flat` copies."""
     trajectory = []
-    make_steps = train.make_steps
+    setup = steps.setup
 
-    def recording(*args, **kwargs):
-        train_step, eval_step = make_steps(*args, **kwargs)
-
-        def step(state, batch, dense_attention):
+    def wrap(train_step):
+        def step(state, batch):
             if not trajectory:  # copied before the step donates the state's buffers
                 trajectory.append(_flat(state["params"]))
-            state, metrics = train_step(state, batch, dense_attention)
+            state, metrics = train_step(state, batch)
             trajectory.append(_flat(state["params"]))
             return state, metrics
 
-        return step, eval_step
+        return step
 
-    monkeypatch.setattr(train, "make_steps", recording)
+    def recording(*args, **kwargs):
+        built = setup(*args, **kwargs)
+        built._train_steps = {name: wrap(fn) for name, fn in built._train_steps.items()}
+        return built
+
+    monkeypatch.setattr(steps, "setup", recording)
     return trajectory
 
 
@@ -106,17 +109,15 @@ def test_the_ema_follows_the_parameters_and_is_evaluated_beside_them(tmp_path, m
     assert summary["metrics"]["test_last"]["ema_loss"] != summary["metrics"]["test_last"]["loss"]
 
 
-def test_off_the_state_has_no_ema_and_a_step_refuses_a_mismatch():
-    config = _config(0.0)
-    task = tasks.get(config.task)
-    mesh = train.make_mesh()
-    replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-    graphdef, state, optimizer, schedule = train.init_state(task, config, replicated)
-    assert set(state) == {"step", "params", "buffers", "opt_state"}
-    with pytest.raises(ValueError, match="ema_decay=0.9 with a state without an EMA"):
-        train.make_steps(task, graphdef, optimizer, schedule, 0, state, mesh, ema_decay=DECAY)
-    with pytest.raises(ValueError, match="ema_decay=0.0 with a state with an EMA"):
-        train.make_steps(task, graphdef, optimizer, schedule, 0, {**state, "ema": {}}, mesh)
+def test_off_the_state_has_no_ema_and_on_it_starts_at_the_params():
+    task = tasks.get(_config(0.0).task)
+    off = steps.setup(task, _config(0.0)).state
+    assert set(off) == {"step", "params", "buffers", "opt_state"}
+    on = steps.setup(task, _config(DECAY)).state
+    assert set(on) == {"step", "params", "buffers", "opt_state", "ema"}
+    assert _flat(on["ema"]).keys() == _flat(on["params"]).keys()
+    for k, v in _flat(on["params"]).items():
+        np.testing.assert_array_equal(_flat(on["ema"])[k], v)
 
 
 @pytest.mark.slow  # two in-process smoke runs, ~25 s on 2 cores; `make test-slow`

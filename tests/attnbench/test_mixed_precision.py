@@ -14,7 +14,7 @@ from flax import nnx
 
 import attention
 from attnbench import config as config_lib
-from attnbench import errors, tasks, train, validate
+from attnbench import errors, steps, tasks, train, validate
 from attnbench.nn import layers
 from tests.attnbench.test_train import _final_params, _leaves, _records, _run_cli, _strip_rates
 
@@ -35,10 +35,9 @@ def _config(spec=SMOKE, dtype="bfloat16", **fields):
     return c
 
 
-def _state(config):
+def _setup(config):
     task = tasks.get(config.task)
-    replicated = jax.sharding.NamedSharding(train.make_mesh(), jax.sharding.PartitionSpec())
-    return task, train.init_state(task, config, replicated)
+    return task, steps.setup(task, config)
 
 
 def _float_leaves(tree):
@@ -65,19 +64,24 @@ def _batch(task, config, n=4):
     ],
 )
 def test_auto_resolves_by_backend(platform, expected):
-    assert layers.resolve_dtype("auto", platform) == expected
-    assert layers.compute_dtype("auto", platform) == jnp.dtype(expected)
+    assert config_lib.compute_dtype("auto", platform) == expected
     for name in layers.COMPUTE_DTYPES:  # explicit dtypes are kept on every backend
-        assert layers.resolve_dtype(name, platform) == name
+        assert config_lib.compute_dtype(name, platform) == name
 
 
-def test_with_resolved_dtype_copies_the_config():
+def test_resolve_copies_the_config_and_models_never_see_auto():
     auto = _config(dtype="auto")
-    on_gpu, on_cpu = train.with_resolved_dtype(auto, "gpu"), train.with_resolved_dtype(auto, "cpu")
+    on_gpu, on_cpu = config_lib.resolve(auto, "gpu"), config_lib.resolve(auto, "cpu")
     assert (on_gpu.model.dtype, on_cpu.model.dtype) == ("bfloat16", "float32")
     assert auto.model.dtype == "auto"  # the caller's config is not changed
     explicit = _config(dtype="bfloat16")
-    assert train.with_resolved_dtype(explicit, "cpu") is explicit
+    assert config_lib.resolve(explicit, "cpu") is explicit
+    # a run resolves it once, when it starts; a model built from the recipe itself computes in
+    # the same dtype (one decision: attnbench.config.compute_dtype)
+    resolved = config_lib.compute_dtype("auto")
+    assert steps.setup(tasks.get(auto.task), auto).config.model.dtype == resolved
+    model = tasks.get(auto.task).build_model(auto, nnx.Rngs(0))
+    assert model.encoder.encoder.dtype == jnp.dtype(resolved)
 
 
 @pytest.mark.parametrize("task", ["listops", "text", "retrieval", "image", "pathfinder"])
@@ -96,7 +100,7 @@ def test_paper_presets_use_mixed_precision_where_their_paper_did(task):
 @pytest.mark.slow  # ~15 s on 2 cores; `make test-slow`
 def test_auto_run_records_the_resolved_dtype_and_refuses_another_backend(tmp_path):
     config = _config(dtype="auto", total_steps=2, eval_every=2, log_every=1)
-    resolved = layers.resolve_dtype("auto")
+    resolved = config_lib.compute_dtype("auto")
     summary = train.train_and_evaluate(config, tmp_path)
     assert summary["precision"] == {
         "compute_dtype": resolved,
@@ -128,14 +132,13 @@ def test_auto_run_records_the_resolved_dtype_and_refuses_another_backend(tmp_pat
 @pytest.mark.parametrize("spec", [SMOKE, f"{SMOKE},model=samsa,k=8"])
 def test_bf16_keeps_parameters_and_optimizer_state_float32(spec):
     config = _config(spec)
-    task, (graphdef, state, optimizer, schedule) = _state(config)
+    task, built = _setup(config)
+    state = built.state
     for part in ("params", "buffers", "opt_state"):
         leaves = _float_leaves(state[part])
         assert all(x.dtype == F32 for x in leaves), (part, {str(x.dtype) for x in leaves})
-    mesh = train.make_mesh()
-    step, _ = train.make_steps(task, graphdef, optimizer, schedule, 0, state, mesh)
     batch = jax.device_put(_batch(task, config, 16))
-    state, metrics = step(state, batch, False)
+    state, metrics = built.train_step(0)(state, batch)
     for part in ("params", "opt_state"):
         assert all(x.dtype == F32 for x in _float_leaves(state[part])), part
     for name, value in metrics.items():
@@ -163,7 +166,8 @@ def _spy_mechanisms(model, seen: set) -> None:
 )
 def test_bf16_activations_between_layers_float32_logits_and_loss(spec, monkeypatch):
     config = _config(spec)
-    task, (graphdef, state, _, _) = _state(config)
+    task, built = _setup(config)
+    graphdef, state = built.graphdef, built.state
     batch = _batch(task, config)
     blocks, mechanisms = [], set()  # dtypes seen while tracing
     block_cls = type(
@@ -186,7 +190,7 @@ def test_bf16_activations_between_layers_float32_logits_and_loss(spec, monkeypat
         embedded = model.encoder.embed(batch["tokens"].astype(jnp.int32))
         pooled = model.encoder(batch["tokens"], train=True, key=key)
         logits = model(batch["tokens"], train=True, key=key)
-        loss, metrics = task.loss_and_metrics(model, batch, train=True, key=key)
+        loss, metrics = task.loss(model, batch, train=True, key=key)
         return embedded, pooled, logits, loss, metrics
 
     embedded, pooled, logits, loss, metrics = forward(state["params"], batch)
@@ -234,7 +238,8 @@ def test_every_mechanism_runs_in_bf16_inside_the_encoder(name):
     """The forward pass, training (dropout, noise, sampling) and evaluation, in one compiled
     call; gradients in bf16 are covered by the train steps above (softmax, SAMSA)."""
     config = _config(f"{SMOKE},attn={name},k=8")
-    task, (graphdef, state, _, _) = _state(config)
+    task, built = _setup(config)
+    graphdef, state = built.graphdef, built.state
     batch = _batch(task, config)
     dtypes = set()
 
@@ -242,7 +247,7 @@ def test_every_mechanism_runs_in_bf16_inside_the_encoder(name):
     def forward(params):
         model = nnx.merge(graphdef, params, state["buffers"])
         _spy_mechanisms(model, dtypes)
-        train_loss, _ = task.loss_and_metrics(model, batch, train=True, key=jax.random.key(1))
+        train_loss, _ = task.loss(model, batch, train=True, key=jax.random.key(1))
         eval_logits = model(batch["tokens"], train=False, key=None)
         return train_loss, eval_logits
 

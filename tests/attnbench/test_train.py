@@ -13,6 +13,7 @@ import pytest
 
 from attnbench import config as config_lib
 from attnbench import errors, io, train
+from attnbench import summary as summary_lib
 from tests.conftest import ROOT
 
 SMOKE = "lra/listops.py:preset=smoke"
@@ -53,7 +54,7 @@ def test_smoke_run_writes_config_metrics_and_summary(tmp_path):
     summary = train.train_and_evaluate(config, tmp_path)
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert on_disk == json.loads(json.dumps(summary))
-    assert summary["schema_version"] == train.SUMMARY_SCHEMA_VERSION
+    assert summary["schema_version"] == summary_lib.SCHEMA_VERSION
     assert summary["steps"] == config.total_steps
     assert summary["num_examples"] == {"train": 256, "val": 64, "test": 64}
     for name in ("val_last", "val_best", "test_last", "test_best"):
@@ -66,7 +67,7 @@ def test_smoke_run_writes_config_metrics_and_summary(tmp_path):
         k: last[k] for k in summary["metrics"]["train_last"]
     }
     assert {"loss", "accuracy"} <= set(summary["metrics"]["train_last"])
-    assert train._last_train_record(tmp_path / "metrics.jsonl") == summary["metrics"]["train_last"]
+    assert summary_lib.last_train_record(tmp_path / "metrics.jsonl") == summary["metrics"]["train_last"]
     assert summary["data"]["source"] == "generated"
     assert summary["data"]["cache"].startswith("lra/listops-")  # relative: no machine paths
     assert summary["device"]["count"] >= 1 and summary["device"]["kind"]

@@ -12,7 +12,7 @@ import pytest
 from flax import nnx
 
 from attnbench import errors
-from attnbench.nn import backbones, layers
+from attnbench.nn import backbones
 from graphs import batching, egt
 
 ATOM_DIMS, BOND_DIMS = (5, 3), (4, 2)
@@ -380,15 +380,13 @@ def test_plus_ft_phase_is_dense(batch):
     model = _ssa(0.5)
     dense = np.asarray(egt.renormalized(model, batch))
     np.testing.assert_allclose(np.asarray(_forward(model, batch)), dense, atol=1e-6)  # eval
-    with layers.attention_inputs(subsample=False):
-        ft = np.asarray(model(batch, train=True, key=jax.random.key(0)))
+    ft = np.asarray(model(batch, train=True, key=jax.random.key(0), subsample=False))
     np.testing.assert_allclose(ft, dense, atol=1e-6)
     graphdef, state = nnx.split(model)
 
     @jax.jit
     def run(flag, key):
-        with layers.attention_inputs(subsample=flag):
-            return nnx.merge(graphdef, state)(batch, train=True, key=key)
+        return nnx.merge(graphdef, state)(batch, train=True, key=key, subsample=flag)
 
     np.testing.assert_allclose(np.asarray(run(False, jax.random.key(0))), dense, atol=1e-6)
     sampled = np.asarray(_train(model, batch, jax.random.key(0)))

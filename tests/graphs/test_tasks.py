@@ -95,7 +95,6 @@ def test_self_ensemble_is_the_mean_of_subsampled_passes():
     import jax
     from flax import nnx
 
-    from attnbench.nn import layers
     from graphs import tasks as graph_tasks
     from tests.graphs.test_graphormer import ATOM_DIMS, BOND_DIMS, _batch
 
@@ -114,8 +113,9 @@ def test_self_ensemble_is_the_mean_of_subsampled_passes():
     model = build(4)
     got = np.asarray(model(batch))
     keys = jax.random.split(jax.random.key(3), 4)
-    with layers.attention_inputs(subsample=True):
-        passes = np.stack([np.asarray(model.forward(batch, train=False, key=k)) for k in keys])
+    passes = np.stack(
+        [np.asarray(model.forward(batch, train=False, key=k, subsample=True)) for k in keys]
+    )
     np.testing.assert_allclose(got, passes.mean(0), rtol=1e-5, atol=1e-6)
     assert np.abs(passes - dense).max() > 1e-4  # the members are subsampled, not dense
     assert np.abs(passes[0] - passes[1]).max() > 1e-4
@@ -223,9 +223,7 @@ def test_zinc_smoke_trains_gps(arg, tmp_path):
 @pytest.mark.slow
 def test_peptides_smoke_trains_gps_with_gfsa(tmp_path):
     """GPS with LapPE and GFSA on generated peptides (GFSA Table 6's Peptides-func column)."""
-    config = config_lib.load(
-        "graphs/peptides.py:preset=smoke,kind=func,model=gps,attn=gfsa"
-    )
+    config = config_lib.load("graphs/peptides.py:preset=smoke,kind=func,model=gps,attn=gfsa")
     config.data.dir = str(tmp_path / "data")
     config.total_steps, config.eval_every = 4, 4
     summary = train.train_and_evaluate(config, tmp_path / "run")

@@ -7,13 +7,12 @@ One end-to-end `train_and_evaluate` per task checks the data path through the wh
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 import pytest
 
 import attention
 from attnbench import config as config_lib
-from attnbench import tasks, train
+from attnbench import steps, tasks, train
 from attnbench.data.formats import cifar
 from lra import retrieval
 
@@ -134,13 +133,11 @@ def _losses(task, arg, official):
     config = _config(task, arg, official, deterministic=True)
     task_obj = tasks.get(config.task)
     batch = _batch(task, config)
-    mesh = train.make_mesh()
-    replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-    graphdef, state, optimizer, schedule = train.init_state(task_obj, config, replicated)
-    step, _ = train.make_steps(task_obj, graphdef, optimizer, schedule, 0, state, mesh)
+    built = steps.setup(task_obj, config)
+    step, state = built.train_step(0), built.state
     losses = []
     for _ in range(_STEPS):
-        state, metrics = step(state, batch, False)
+        state, metrics = step(state, batch)
         losses.append(float(metrics["train_loss"]))
     return losses
 

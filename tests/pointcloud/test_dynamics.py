@@ -7,7 +7,7 @@ import pytest
 
 import pointcloud.dynamics_task  # noqa: F401  (registers "pointcloud.dynamics")
 from attnbench import config as config_lib
-from attnbench import errors, tasks
+from attnbench import errors, tasks, validate
 from pointcloud import dynamics
 
 N, T = 200, 12
@@ -95,7 +95,10 @@ def test_recipes_and_config_checks():
     assert "config.model.interlacer='gnn'" in problems
     cpu.model.interlacer = "mp"
     problems = "; ".join(task.check_config(cpu))
-    assert "config.data.frames=5" in problems and "rollout_mse_9" in problems
+    assert "config.data.frames=5" in problems
+    # best_metric is checked against the task's evaluators (attnbench.validate)
+    problems = "; ".join(validate.problems(cpu, task))
+    assert "config.best_metric='rollout_mse_9'" in problems and "rollout_mse_4" in problems
     with pytest.raises(errors.ConfigError, match="unknown model 'gnn'"):
         config_lib.load("pointcloud/dynamics.py:model=gnn")
 
@@ -127,7 +130,7 @@ def test_models_shapes_gradients_jit_and_rollout(kind):
     graphdef, params = nnx.split(model, nnx.Param)
 
     def loss(p, batch):
-        return task.loss_and_metrics(nnx.merge(graphdef, p), batch, train=True, key=None)[0]
+        return task.loss(nnx.merge(graphdef, p), batch, train=True, key=None)[0]
 
     grad_fn = jax.jit(jax.grad(loss))
     grads = grad_fn(params, batch)
@@ -143,7 +146,7 @@ def test_models_shapes_gradients_jit_and_rollout(kind):
 
     @jax.jit
     def evaluate(p, batch):
-        return task.loss_and_metrics(nnx.merge(graphdef, p), batch, train=False, key=None)[1]
+        return task.loss(nnx.merge(graphdef, p), batch, train=False, key=None)[1]
 
     m = jax.device_get(evaluate(params2, batch))
     ks = [f"rollout_mse_{k}" for k in range(1, 4)]

@@ -84,16 +84,16 @@ class Model(nnx.Module):
         self.head = nnx.Linear(m.dim, KINDS, rngs=rngs)
         self.size = nnx.Linear(m.dim, 1, rngs=rngs)
 
-    def __call__(self, tokens, *, train=False, key=None):
+    def __call__(self, tokens, *, train=False, key=None, **inputs):
         """`(logits [B, KINDS], normalised size [B])`."""
         mask = tokens != 0
-        x = self.encoder(self.embed(tokens), mask=mask, train=train, key=key)
+        x = self.encoder(self.embed(tokens), mask=mask, train=train, key=key, **inputs)
         pooled = layers.pool(x, mask, "sum") / BUCKETS[-1]  # a sum: the size is visible
         return self.head(pooled), self.size(pooled)[:, 0]
 
 
 @tasks.register("toy.sets")
-class ToySets:
+class ToySets(tasks.Task):
     metric_names = tasks.CLASSIFICATION_METRICS
 
     def attention_length(self, config) -> int:
@@ -113,8 +113,8 @@ class ToySets:
     def build_model(self, config, rngs):
         return Model(config, rngs)
 
-    def loss_and_metrics(self, model, batch, *, train: bool, key):
-        logits, size = model(jnp.asarray(batch["tokens"]), train=train, key=key)
+    def loss(self, model, batch, *, train: bool, key, **inputs):
+        logits, size = model(jnp.asarray(batch["tokens"]), train=train, key=key, **inputs)
         loss, metrics = tasks.classification_loss(logits, batch["label"], batch["weight"])
         w = batch["weight"].astype(jnp.float32)
         sq = (size - batch["target"]) ** 2 * w

@@ -210,9 +210,7 @@ def test_recipe_wiring():
     assert (swin.data.repeated_aug, swin.ema_decay) == (1, 0.0)  # Swin's recipe has neither
     d = config_lib.load("vision/imagenet.py:model=deit_s,attn=gfsa")
     assert d.attention.order == 3 and not d.attention.talking_heads
-    assert config_lib.load("vision/imagenet.py:model=cait_s24").attention.name == (
-        "talking_heads"
-    )
+    assert config_lib.load("vision/imagenet.py:model=cait_s24").attention.name == ("talking_heads")
 
 
 def test_configuration_errors_name_the_field():

@@ -477,17 +477,13 @@ def test_ssa_swin_recipes():
     assert (c.attention.name, c.attention.keep, tuple(c.attention.tiles)) == ("ssa", 0.25, (2, 2))
     assert c.attention.sigma_first == c.attention.sigma_last == 0.75
     assert c.dense_finetune_fraction == 0.0
-    c = config_lib.load(
-        "vision/imagenet.py:model=swin_t,window=14,ssa=S6,ft=1,sampling=unbiased"
-    )
+    c = config_lib.load("vision/imagenet.py:model=swin_t,window=14,ssa=S6,ft=1,sampling=unbiased")
     assert c.model.attention_layers == (4, 5, 6, 7, 8, 9) and c.dense_finetune_fraction == 0.1
     assert c.attention.sigma_first == float("inf")
     assert config_lib.load("vision/imagenet.py:model=swin_t,window=14").attention.name == (
         "softmax"
     )
-    smoke = config_lib.load(
-        "vision/imagenet.py:preset=smoke,model=swin_t,window=14,ssa=S10"
-    )
+    smoke = config_lib.load("vision/imagenet.py:preset=smoke,model=swin_t,window=14,ssa=S10")
     assert smoke.model.window_size == 8 and smoke.model.attention_layers == (0, 1)
     for bad, message in (
         ("model=deit_s,window=14", "window= and ssa= are Swin's"),

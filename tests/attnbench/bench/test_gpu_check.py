@@ -182,9 +182,9 @@ def test_a_run_cut_short_keeps_what_it_measured_and_a_failed_step_is_a_missed_ta
             out=str(tmp_path),
             provenance=prov,
         )
-    assert [s.split(":")[0] for s in seen] == ["lra/listops.py"] * 2 + [
-        "lra/text.py"
-    ] + ["lra/listops.py"] + ["lra/text.py"]
+    assert [s.split(":")[0] for s in seen] == ["lra/listops.py"] * 2 + ["lra/text.py"] + [
+        "lra/listops.py"
+    ] + ["lra/text.py"]
     assert "length=64" in seen[2] and "attn=softmax" in seen[2]
     att = json.loads((tmp_path / "attention_gpu.json").read_text())
     cudnn = {r["mode"]: r for r in att["records"] if r["label"] == gpu_check.CUDNN}

@@ -192,8 +192,8 @@ def test_a_mechanism_without_a_formula_counts_as_unknown_flops(monkeypatch):
 
 
 def test_a_backbone_without_a_formula_counts_as_unknown_flops(monkeypatch):
-    factory, _ = backbones._REGISTRY["transformer"]
-    monkeypatch.setitem(backbones._REGISTRY, "transformer", (factory, None))
+    factory, _ = backbones._BACKBONES.get("transformer")
+    monkeypatch.setitem(backbones._BACKBONES._items, "transformer", (factory, None))
     counts = flops.count(_load("lra/listops.py:preset=smoke"))
     for comp in ("embedding", "attention", "projections", "mlp", "norms/other"):
         assert math.isnan(counts.breakdown[comp]), comp
@@ -434,9 +434,7 @@ def test_ssa_compute_ratios_of_the_notes():
 def test_script_prints_params_breakdown_and_scaling(capsys):
     from scripts import flops as script
 
-    script.main(
-        ["--config", "lra/text.py:preset=smoke,model=samsa", "--lengths", "64", "128"]
-    )
+    script.main(["--config", "lra/text.py:preset=smoke,model=samsa", "--lengths", "64", "128"])
     out = capsys.readouterr().out
     counts = flops.count(_load("lra/text.py:preset=smoke,model=samsa"))
     assert f"{counts.params:,}" in out

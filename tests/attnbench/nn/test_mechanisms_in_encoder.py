@@ -7,7 +7,7 @@ import pytest
 
 import attention
 from attnbench import config as config_lib
-from attnbench import tasks, train
+from attnbench import steps, tasks
 
 # Parameter counts of the ListOps smoke model (1 layer, width 32, 4 heads, MLP 64) per
 # mechanism. The shared part is 11,786 with softmax; a mechanism's own parameters (or the q/k
@@ -54,9 +54,7 @@ PARAM_COUNTS = {
 
 def _init(name):
     config = config_lib.load(f"lra/listops.py:preset=smoke,attn={name},k=8")
-    task = tasks.get(config.task)
-    replicated = jax.sharding.NamedSharding(train.make_mesh(), jax.sharding.PartitionSpec())
-    return train.init_state(task, config, replicated)[1]
+    return steps.setup(tasks.get(config.task), config).state
 
 
 @pytest.mark.parametrize("name", attention.names())

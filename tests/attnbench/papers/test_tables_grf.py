@@ -30,9 +30,7 @@ def test_table1_vit_accuracies():
     toeplitz = t.cell("Toeplitz-masked linear", "iNaturalist2021").config
     assert toeplitz == "vision/inaturalist.py:model=grf_vit,attn=toeplitz"
     assert all(c.runnable for c in t.cells)
-    assert (
-        t.cell("GRF-masked linear", "ImageNet").config == "vision/imagenet.py:model=grf_vit"
-    )
+    assert t.cell("GRF-masked linear", "ImageNet").config == "vision/imagenet.py:model=grf_vit"
     assert t.cell("Unmasked linear", "Places365 (Small)").config.endswith("grf_vit,attn=linear")
     # the claimed gains over unmasked linear: +3.7%, +2.2%, +0.5%
     gains = [

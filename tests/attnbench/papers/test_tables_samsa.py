@@ -23,9 +23,7 @@ def test_table2_lra_comparison():
     assert "MEGA" in t.cell("Transformer", "Text").quoted
     assert t.cell("soft-SAMSA", "Text").quoted is None
     # runnable: LRA base Transformer with softmax / performer / linformer, and both SAMSA rows
-    assert t.cell("Linformer", "Image").config == (
-        "lra/image.py:model=transformer,attn=linformer"
-    )
+    assert t.cell("Linformer", "Image").config == ("lra/image.py:model=transformer,attn=linformer")
     assert t.cell("Transformer", "Text").config == "lra/text.py:model=transformer"
     assert (
         not t.cell("Reformer", "Text").runnable and "Reformer" in t.cell("Reformer", "Text").needs
