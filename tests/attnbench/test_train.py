@@ -67,7 +67,10 @@ def test_smoke_run_writes_config_metrics_and_summary(tmp_path):
         k: last[k] for k in summary["metrics"]["train_last"]
     }
     assert {"loss", "accuracy"} <= set(summary["metrics"]["train_last"])
-    assert summary_lib.last_train_record(tmp_path / "metrics.jsonl") == summary["metrics"]["train_last"]
+    assert (
+        summary_lib.last_train_record(tmp_path / "metrics.jsonl")
+        == summary["metrics"]["train_last"]
+    )
     assert summary["data"]["source"] == "generated"
     assert summary["data"]["cache"].startswith("lra/listops-")  # relative: no machine paths
     assert summary["device"]["count"] >= 1 and summary["device"]["kind"]
