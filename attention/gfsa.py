@@ -7,9 +7,12 @@ a polynomial filter (Sec. 3, Eq. 4, 8-10)::
     Ā^K ≈ Ā + (K - 1)(Ā² - Ā)                                       (Eq. 8, first-order Taylor)
     GFSA(X) = (w_0 I + w_1 Ā + w_K (Ā + (K - 1)(Ā² - Ā))) X W_val   (Eq. 9-10; `gfsa`)
 
-As in the authors' code (notes §1.5), only the per-head `w_K` is learned (zero-initialised, so
-GFSA starts as softmax attention), `w_1 = 1` and `w_0` is a fixed hyper-parameter;
-`learn_w0_w1=True` gives the paper's Algorithm 1 variant where all three are learned per head.
+As in the authors' code (jeongwhanchoi/GFSA: the `NLP/` models learn a zero-initialised `w_K`
+per head with `w_1 = 1` and a fixed `--w_0`; `Image/gfsa.py` learns only `lamb`), only the
+per-head `w_K` is learned (zero-initialised, so GFSA starts as softmax attention), `w_1 = 1` and
+`w_0` is a fixed hyper-parameter; the paper's counts agree (Sec. 5.2: "144 additional learnable
+parameters for 12 layers with 12 heads"). `learn_w0_w1=True` gives the paper's Algorithm 1
+variant (App. I) where all three are learned per head.
 
 The paper forms Ā² (O(N³) per head). Here the filter is applied to V instead::
 
@@ -21,20 +24,25 @@ With `talking_heads=True` the filtered matrix is CaiT's talking-heads attention 
 `gfsa_linear` is the linear-attention version (Sec. 6, App. U, Table 40) on Efficient Attention
 (Shen et al.): Ā = ρ_q(Q) ρ_k(K)^T with ρ_q a softmax over features and ρ_k a softmax over the
 sequence, so Ā is row-stochastic without normalisation and ĀX = ρ_q(Q)(ρ_k(K)^T X) costs
-O(N d²) (notes §1.7). `gfsa_explicit_apply` is the authors' formulation with the N x N filter
-matrix formed explicitly (O(N³)), for speed comparisons only.
+O(N d²) (our derivation: Sec. 6 and App. U give no formulas). `gfsa_explicit_apply` is the
+authors' formulation with the N x N filter matrix formed explicitly (O(N³)), for speed
+comparisons only.
 
-Decisions where the paper is silent (see /work/shared/papers/notes/gfsa.md):
+Decisions where the paper is silent (the code is the authors' repository jeongwhanchoi/GFSA):
   * Attention dropout is applied to Ā before the filter, so Ā_drop(Ā_drop V) uses one dropout
-    mask, as the NLP/Graphormer code does (§1.5, §6.2).
+    mask, as the code's NLP and Graphormer models do (e.g.
+    `NLP/transformers/models/bert/modeling_bert.py`, `Graph/Graph_ZINC/graphormer/model.py`);
+    its vision (`Image/gfsa.py`) and speech models apply the filter before the dropout.
   * Masks define the graph: masked pairs get Ā = 0 and Ā² follows 2-hop paths of allowed pairs
-    (so causal and key-padding masks are preserved, §1.4). The identity term is restricted to the
-    mask's diagonal, so a masked key never reaches an output through `w_0 I` either and a fully
-    masked query row is zero.
+    (so causal and key-padding masks are preserved; our reading of Eq. 10, the paper does not
+    discuss masks). The identity term is restricted to the mask's diagonal, so a masked key
+    never reaches an output through `w_0 I` either and a fully masked query row is zero.
   * Cross-attention (N != M) zero-pads Ā to a square max(N, M) matrix and crops the result, as
-    the authors' code does (§6.9); V's rows are read as token positions.
+    the authors' code does (`Code/modeling/modeling_{roberta,bart,t5}.py`; the paper does not
+    mention it); V's rows are read as token positions.
   * `even_layers_only` (GFSA_even, Sec. 6 / App. T) counts layers from 0: layers 0, 2, 4, ... are
-    GFSA and odd layers are plain softmax (or plain Efficient Attention) without parameters (§6.8).
+    GFSA and odd layers are plain softmax (or plain Efficient Attention) without parameters (our
+    choice: the paper does not say whether "even-numbered" counts from 0 or 1).
 """
 
 from __future__ import annotations
@@ -158,7 +166,7 @@ def _check_dropout(dropout_rate, train, key, name: str) -> None:
 
 
 def _resize_rows(x, length: int):
-    """Crops or zero-pads axis 1 of `[B, L, H, D]` to `length` (the square padding of §6.9)."""
+    """Crops or zero-pads axis 1 of `[B, L, H, D]` to `length` (the code's square padding)."""
     have = x.shape[1]
     if have >= length:
         return x[:, :length]

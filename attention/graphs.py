@@ -10,18 +10,21 @@ arXiv:2410.03462, Sec. 3.1),
 so that a grid or any symmetric list gives `D^{-1/2} A D^{-1/2}`, and a directed k-NN list (every
 node has out-degree k) gives `A / k`. A padded list costs O(N K) memory, never O(N^2).
 
-Walks (Sec. 3.3, Eqs. 9-10; load recursion as in the notes' Sec. 1.5): a walker starts at node i,
-and before every hop halts with probability `p_halt`, so step t exists with probability
-`(1 - p_halt)^t`; otherwise it moves to a uniform random neighbour. Its importance-weighted load is
+Walks (Sec. 3.3, Eqs. 9-10; the paper does not write p(omega) out, so the load recursion is the
+authors' code's, google-research/scenic `scenic/model_lib/layers/random_walk_utils.py`,
+`walk_to_loads_list`): a walker starts at node i, and before every hop halts with probability
+`p_halt`, so step t exists with probability `(1 - p_halt)^t`; otherwise it moves to a uniform
+random neighbour. Its importance-weighted load is
 
     load_0 = 1,   load_{t+1} = load_t * W_{u v} * d_u / (1 - p_halt)      (u -> v the t-th hop),
 
 i.e. the walk's edge-weight product over the probability of its prefix, so that
 `E[load_t 1(walker at v at step t)] = (W^t)_{iv}`. Walks are cut after `max_len` hops (exact when
 the modulation coefficients f_t vanish beyond it). Antithetic termination (Reid et al. 2023,
-"Quasi-Monte Carlo graph random features") pairs walkers of the same start node so that their
-halting uniforms at every step are `u` and `(u + 1/2) mod 1`: the marginals are unchanged (so the
-estimator stays unbiased) but the pair's lengths are negatively correlated.
+"Quasi-Monte Carlo graph random features", arXiv:2305.12470) pairs walkers of the same start
+node so that their halting uniforms at every step are `u` and `(u + 1/2) mod 1`: the marginals
+are unchanged (so the estimator stays unbiased) but the pair's lengths are negatively
+correlated.
 
 Fixed graphs (image grids, a fixed point cloud) are built in numpy; per-batch k-NN graphs from
 coordinates and the walk sampler are jax, so they run inside `jit`.

@@ -1,5 +1,9 @@
 """GRF topological masking: linear attention masked by graph random features.
 
+This module holds the mechanism: the masked linear-attention kernels, `init`/`apply` and the
+registered names `grf` and `grf_dense`. The walks it attends through (graphs, sampling, the
+features, their support and the exact mask) are in `attention.grf_walks`.
+
 Reid et al., "Linear Transformer Topological Masking with Graph Random Features",
 arXiv:2410.03462 (2024). Tokens are the nodes of a graph G with normalised adjacency
 `W = D^{-1/2} A D^{-1/2}` (Sec. 3.1). The mask is a learnable power series in W (Eq. 4),
@@ -9,10 +13,14 @@ parameterised through its "deconvolution" f (Remark 3.1, Alg. 1: the f_t are wha
     alpha_k = sum_{p=0}^{k} f_p f_{k-p}.
 
 Graph random features (Sec. 3.3, Eq. 10) estimate the rows of Phi_G without bias from `n`
-halting random walks per node (see `attention.graphs.random_walks` for the loads):
+halting random walks per node (`grf_walks.walk_features`; `attention.graphs.random_walks` for
+the loads):
 
     phi_i = (1/n) sum_{w=1}^{n} sum_{t=0}^{len_w} load_{w,t} f_t e_{node_{w,t}},
     E[phi_i . phi_j] = M_alpha[i, j]   (i != j; the diagonal is biased up by O(1/n)).
+
+(The diagonal's bias, where the same walks serve both sides, is our observation: Sec. 3.3 states
+unbiasedness without this caveat.)
 
 Masked linear attention with ReLU features (Eqs. 5-7, 12; phi = ReLU as in every experiment):
 
@@ -21,17 +29,19 @@ Masked linear attention with ReLU features (Eqs. 5-7, 12; phi = ReLU as in every
 computed in O(N) without any N x N matrix by expanding `M_ij = sum_v phi_i[v] phi_j[v]` over
 the nonzeros of the features, `T_v = sum_j phi_j[v] relu(k_j) [v_j, 1]^T` and
 `[num_i, den_i] = sum_v phi_i[v] relu(q_i)^T T_v`. (The 1/sqrt(d) query scaling of the authors'
-code cancels in the ratio and is omitted.) Two code paths, the same estimate:
+code, google-research/scenic `scenic/model_lib/layers/top_attention.py`, cancels in the ratio and
+is omitted.) Two code paths, the same estimate:
 
   * Frozen walks (`resample=False`): their support is known at `init`, which builds it once
-    in numpy (`walk_support`): for every node v, the distinct start nodes i_1..i_C whose live
-    walks visit v, and where each walk slot lands among them. Dead slots (halted walkers,
-    load 0) and repeated visits are gone: with the defaults a node is visited from 35 start
-    nodes on average and C (the largest count over nodes and heads, to which rows are padded
-    with zero weights) is 45-53 on grids from 16x16 to 256x256 (4 heads), against S = 220
-    walk slots per feature. Per call, the weights `w[v, c] = phi_{i_c}[v]` are one scatter of the
-    `H N n (L + 1)` scalars `load * f_t / n` (`support_weights`, differentiable in f), and
-    every node is a small dense block (`support_masked_linear_attention`):
+    in numpy (`grf_walks.walk_support`): for every node v, the distinct start nodes i_1..i_C
+    whose live walks visit v, and where each walk slot lands among them. Dead slots (halted
+    walkers, load 0) and repeated visits are gone: with the defaults a node is visited from 35
+    start nodes on average and C (the largest count over nodes and heads, to which rows are
+    padded with zero weights) is 45-53 on grids from 16x16 to 256x256 (4 heads), against
+    S = 220 walk slots per feature. Per call, the weights `w[v, c] = phi_{i_c}[v]` are one
+    scatter of the `H N n (L + 1)` scalars `load * f_t / n` (`grf_walks.support_weights`,
+    differentiable in f), and every node is a small dense block
+    (`support_masked_linear_attention`):
 
         T_v = sum_c w[v, c] relu(k_{i_c}) [v_{i_c}, 1]^T          ([C, Dk]^T [C, Dv + 1])
         [num_i, den_i] += w[v, c] relu(q_i)^T T_v   for i = i_c    ([C, Dk] [Dk, Dv + 1])
@@ -42,10 +52,9 @@ code cancels in the ratio and is omitted.) Two code paths, the same estimate:
     (no `[Dk, Dv + 1]` state is ever scattered), `node_chunk` nodes of every batch element
     and head (one head on CPU) per step of a `lax.scan`, with a hand-written backward (custom
     VJP) that keeps only the inputs: memory O(N (n (L + 1) + C + Dk + Dv)) per head, forward
-    and backward. Under
-    abstract evaluation (`jax.eval_shape`) `init` cannot build the support, whose width
-    depends on the sampled walks: it returns the walks only, and `apply` takes the general
-    path.
+    and backward. Under abstract evaluation (`jax.eval_shape`) `init` cannot build the support,
+    whose width depends on the sampled walks: it returns the walks only, and `apply` takes the
+    general path.
   * Resampled walks (`resample=True`), or frozen walks without their support: the general
     path uses the `S = n_walks * (max_walk_len + 1)` slots of each phi_i as they are, T by a
     scatter-add of `[Dk, Dv + 1]` states and `[num, den]` by a gather, `slot_chunk` slots per
@@ -67,18 +76,26 @@ as in the HD-VPD experiments (App. C.3); `"input"`, the `adjacency` input, a pad
 int `[B, N, K]` or `[N, K]` (`-1` = empty slot). Walks on a directed graph estimate
 `Phi_G Phi_G^T`, which `grf_dense` computes too.
 
-Choices where the paper is silent (notes `grf_masking.md` Sec. 6):
+Choices where the paper is silent ("the authors' code": google-research/scenic,
+`scenic/model_lib/layers/top_attention.py` and `random_walk_utils.py` in that folder, public
+code the paper does not cite):
   * f is per head (and per layer), shape `[H, max_walk_len + 1]`, initialised to
-    `exp(-f_decay * t)` with `f_decay = 0.01` (the authors' code; 6.7). f is unconstrained, as in
-    the paper: if training drives f negative, M can be negative and a denominator can vanish (6.8);
-    a zero denominator gives a zero output, never NaN.
-  * Walks are i.i.d. (optionally antithetic), not the repelling walks of the authors' code (6.10).
+    `exp(-f_decay * t)` with `f_decay = 0.01` (the authors' code, `decay_rate = 0.01`; Remark 3.1
+    and Alg. 1 learn f, but say neither whether it is per head nor how it is initialised). f is
+    unconstrained, as in the paper: if training drives f negative, M can be negative and a
+    denominator can vanish (our observation; the paper does not discuss it); a zero denominator
+    gives a zero output, never NaN.
+  * Walks are i.i.d. (optionally antithetic) simple random walks with geometric lengths, the
+    sampler of Sec. 3.4 (Thm 3.1), not the repelling walks (arXiv:2310.04854) of the authors'
+    code (`qmc_m_initialiser(..., repelling=True)`); the paper names repelling walks only for
+    HD-VPD (App. C.3).
   * Masks: key padding only (`[B, M]` or `[B, 1, 1, M]`). A padded node neither attends nor is
     attended: its key and value are dropped and its own output is zero. It stays in a grid or
     input graph as a node walks may pass through (its q, k, v never enter); k-NN graphs drop it.
-  * `cls_token=True` (6.12, as the authors' code pads the mask with ones): token 0 is a CLS token
-    outside the graph with mask 1 to and from every token (M_0j = M_i0 = 1); the graph nodes are
-    tokens 1..N-1, and `grid`, `coords` and `adjacency` describe those N - 1 nodes.
+  * `cls_token=True` (the paper has no CLS token; the authors' code pads the mask with a row
+    and a column of ones, as here): token 0 is a CLS token outside the graph with mask 1 to and
+    from every token (M_0j = M_i0 = 1); the graph nodes are tokens 1..N-1, and `grid`, `coords`
+    and `adjacency` describe those N - 1 nodes.
 """
 
 from __future__ import annotations
@@ -91,7 +108,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attention import cost, graphs, masks, registry
+from attention import cost, grf_walks, masks, registry
 from attention.softmax import check_qkv
 
 __all__ = [
@@ -102,15 +119,9 @@ __all__ = [
     "flops_dense",
     "apply_dense",
     "dense_masked_linear",
-    "walk_features",
     "sparse_masked_linear_attention",
-    "walk_support",
-    "support_weights",
     "support_masked_linear_attention",
-    "exact_mask",
 ]
-
-_GRAPHS = ("grid", "knn", "input")
 
 
 # ------------------------------------------------------------------------------------ checks
@@ -119,8 +130,8 @@ _GRAPHS = ("grid", "knn", "input")
 def _check_hparams(
     name, *, graph, max_walk_len, p_halt=0.5, n_walks=1, slot_chunk=1, node_chunk=1
 ) -> None:
-    if graph not in _GRAPHS:
-        raise ValueError(f"{name}: graph must be one of {_GRAPHS}, got {graph!r}")
+    if graph not in grf_walks._GRAPHS:
+        raise ValueError(f"{name}: graph must be one of {grf_walks._GRAPHS}, got {graph!r}")
     if not isinstance(max_walk_len, int | np.integer) or max_walk_len < 0:
         raise ValueError(f"{name}: max_walk_len must be an integer >= 0, got {max_walk_len!r}")
     if not 0.0 < p_halt < 1.0:
@@ -131,20 +142,6 @@ def _check_hparams(
         raise ValueError(f"{name}: slot_chunk must be a positive integer, got {slot_chunk!r}")
     if not isinstance(node_chunk, int | np.integer) or node_chunk < 1:
         raise ValueError(f"{name}: node_chunk must be a positive integer, got {node_chunk!r}")
-
-
-def _grid_neighbors(name, grid, n_nodes: int) -> np.ndarray:
-    if grid is None:
-        side = math.isqrt(n_nodes)
-        if side * side != n_nodes:
-            raise ValueError(
-                f"{name}: graph='grid' with grid=None needs a square number of graph nodes, "
-                f"got {n_nodes}; pass grid=(h, w)"
-            )
-        grid = (side, side)
-    if len(grid) != 2 or grid[0] * grid[1] != n_nodes:
-        raise ValueError(f"{name}: grid={tuple(grid)} does not have {n_nodes} graph nodes")
-    return graphs.grid_graph(int(grid[0]), int(grid[1]))
 
 
 def _key_padding(name, mask, b: int, n: int):
@@ -162,64 +159,9 @@ def _key_padding(name, mask, b: int, n: int):
     )
 
 
-def _neighbors(name, graph, grid, knn_k, n_nodes, b, coords, adjacency, node_valid):
-    """The graph's neighbour list: `[N_g, K]` (shared by the batch) or `[B, N_g, K]`."""
-    if graph == "grid":
-        return jnp.asarray(_grid_neighbors(name, grid, n_nodes))
-    if graph == "knn":
-        if coords is None:
-            raise ValueError(f"{name}: graph='knn' needs the `coords` input [B, N, C]")
-        coords = jnp.asarray(coords)
-        if coords.ndim == 2:
-            coords = jnp.broadcast_to(coords, (b, *coords.shape))
-        if coords.ndim != 3 or coords.shape[:2] != (b, n_nodes):
-            raise ValueError(
-                f"{name}: coords must be [B, N_graph, C] = [{b}, {n_nodes}, C], got {coords.shape}"
-            )
-        if not isinstance(knn_k, int | np.integer) or not 1 <= knn_k < n_nodes:
-            raise ValueError(f"{name}: knn_k must be in [1, {n_nodes - 1}], got {knn_k!r}")
-        return graphs.batch_knn_graph(coords, int(knn_k), node_valid)
-    if adjacency is None:
-        raise ValueError(
-            f"{name}: graph='input' needs the `adjacency` input, a neighbour list [B, N, K]"
-        )
-    adjacency = jnp.asarray(adjacency)
-    if not jnp.issubdtype(adjacency.dtype, jnp.integer):
-        raise ValueError(
-            f"{name}: adjacency must be an integer neighbour list (-1 = empty), got "
-            f"{adjacency.dtype}"
-        )
-    if (
-        adjacency.ndim not in (2, 3)
-        or adjacency.shape[-2] != n_nodes
-        or (adjacency.ndim == 3 and adjacency.shape[0] != b)
-    ):
-        raise ValueError(
-            f"{name}: adjacency must be [B, N_graph, K] or [N_graph, K] with B={b}, "
-            f"N_graph={n_nodes}; got {adjacency.shape}"
-        )
-    return adjacency.astype(jnp.int32)
-
-
-def _modulation(name, params, h: int, max_walk_len: int, dtype):
-    f = params.get("f") if isinstance(params, Mapping) else None
-    if f is None or jnp.shape(f) != (h, max_walk_len + 1):
-        got = None if f is None else jnp.shape(f)
-        raise ValueError(
-            f"{name}: params['f'] must have shape [num_heads, max_walk_len + 1] = "
-            f"{(h, max_walk_len + 1)}, got {got}"
-        )
-    return jnp.asarray(f).astype(dtype)
-
-
 def _as_tuple(grid):
     """`grid` as a hashable tuple (it is a static argument of the jitted bodies)."""
     return None if grid is None else tuple(int(x) for x in grid)
-
-
-def _init_f(num_heads: int, max_walk_len: int, f_decay: float):
-    t = jnp.arange(max_walk_len + 1, dtype=jnp.float32)
-    return jnp.tile(jnp.exp(-f_decay * t)[None], (num_heads, 1))
 
 
 # -------------------------------------------------------------------------------------- init
@@ -257,14 +199,14 @@ def init(
       `{"f": [H, max_walk_len + 1]}` plus, for frozen walks, `{"buffers": ...}` with
       `walk_nodes` int32 and `walk_loads` float32 `[H, N_g, n_walks, max_walk_len + 1]`: the
       node each walker is at after t hops and its importance-weighted load (0 after it halts),
-      independent per head; and their support (`walk_support`), `walk_slots` int32
+      independent per head; and their support (`grf_walks.walk_support`), `walk_slots` int32
       `[H, N_g, n_walks, max_walk_len + 1]` and `support_tokens` int32 `[H, N_g, C]` (C
       depends on the walks; left out under abstract evaluation, e.g. `jax.eval_shape`).
       `N_g = h * w` from `grid`, else `max_len - cls_token` (must be a square).
     """
     del head_dim, model_dim, layer_index, num_layers
     _check_hparams("grf", graph=graph, max_walk_len=max_walk_len, p_halt=p_halt, n_walks=n_walks)
-    params = {"f": _init_f(num_heads, max_walk_len, f_decay)}
+    params = {"f": grf_walks._init_f(num_heads, max_walk_len, f_decay)}
     if resample:
         return params
     if graph != "grid":
@@ -275,28 +217,16 @@ def init(
     if grid is None and max_len is None:
         raise ValueError("grf: frozen walks need grid=(h, w) or init's max_len (sequence length)")
     n_nodes = grid[0] * grid[1] if grid is not None else max_len - int(cls_token)
-    nbrs = _grid_neighbors("grf", grid, n_nodes)
-
-    nodes, loads = graphs.random_walks(
+    nbrs = grf_walks._grid_neighbors("grf", grid, n_nodes)
+    params["buffers"] = grf_walks._frozen_walks(
         key,
         nbrs,
+        num_heads=num_heads,
         n_walks=n_walks,
-        max_len=max_walk_len,
+        max_walk_len=max_walk_len,
         p_halt=p_halt,
         antithetic=antithetic,
-        sample_shape=(num_heads,),
-        dtype=jnp.float32,
     )
-    params["buffers"] = {"walk_nodes": nodes, "walk_loads": loads}
-    try:
-        walk_slots, support_tokens = walk_support(nodes, loads)
-    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-        # Abstract evaluation (jax.eval_shape, nnx.eval_shape, jit): the support's width
-        # depends on the sampled walks, so only the walks exist and `apply` takes the
-        # general path.
-        return params
-    params["buffers"]["walk_slots"] = jnp.asarray(walk_slots)
-    params["buffers"]["support_tokens"] = jnp.asarray(support_tokens)
     return params
 
 
@@ -314,106 +244,10 @@ def init_dense(
 ):
     """Creates `{"f": [H, max_walk_len + 1]}`, initialised to `exp(-f_decay * t)`."""
     del key, head_dim, model_dim, max_len, layer_index, num_layers
-    return {"f": _init_f(num_heads, max_walk_len, f_decay)}
+    return {"f": grf_walks._init_f(num_heads, max_walk_len, f_decay)}
 
 
-# ---------------------------------------------------------------------------- the O(N) path
-
-
-def walk_features(nodes, loads, f, *, cls_token: bool = False):
-    """Sparse GRFs from walks: `phi_i = sum_s val[i, s] e_{idx[i, s]}` (Eq. 10).
-
-    Args:
-      nodes: int `[..., H, N_g, n_walks, T]` walk positions (T = max_walk_len + 1).
-      loads: `[..., H, N_g, n_walks, T]` importance-weighted loads.
-      f: `[H, T]` modulation coefficients.
-      cls_token: shift node ids by one and prepend an empty feature row for token 0.
-
-    Returns:
-      `(idx, val)`, each `[..., H, N, n_walks * T]` with `N = N_g + cls_token`.
-    """
-    n_walks = nodes.shape[-2]
-    val = loads * f[:, None, None, :] / n_walks
-    idx = nodes.reshape(*nodes.shape[:-2], -1) + int(cls_token)
-    val = val.reshape(*val.shape[:-2], -1)
-    if cls_token:
-        pad = [(0, 0)] * (idx.ndim - 2) + [(1, 0), (0, 0)]
-        idx, val = jnp.pad(idx, pad), jnp.pad(val, pad)
-    return idx, val
-
-
-# -------------------------------------------------- frozen walks: the node-major support
-
-
-def walk_support(nodes, loads):
-    """The node-major support of frozen walks: which start nodes' features touch each node.
-
-    Built once at `init` (numpy), so that the attention gathers only the distinct
-    `(start node i, visited node v)` pairs of the live walk slots instead of all
-    `n_walks * (max_walk_len + 1)` slots of every feature, most of them dead (halted walkers,
-    load 0) or repeats of a node.
-
-    Args:
-      nodes: int `[H, N_g, n_walks, T]` walk positions; loads: `[H, N_g, n_walks, T]` their
-        loads (as from `graphs.random_walks`; a slot is live where its load is nonzero).
-
-    Returns:
-      `(walk_slots, support_tokens)`, numpy int32:
-      `support_tokens` `[H, N_g, C]`: row v lists, in ascending order, the start nodes i whose
-      live walks visit v; `C` is the largest such count over nodes and heads, and shorter rows
-      are padded with node 0 (a padding entry's weight stays 0).
-      `walk_slots` `[H, N_g, n_walks, T]`: the flat position `v * C + c` in its head's
-      `support_tokens` of walk slot `(i, w, t)` (visiting v, with `support_tokens[v, c] = i`),
-      or `N_g * C` for a dead slot.
-    """
-    nodes, loads = np.asarray(nodes), np.asarray(loads)
-    h, n, n_walks, steps = nodes.shape
-    start = np.repeat(np.arange(n, dtype=np.int64), n_walks * steps)
-    heads = []
-    for nodes_h, loads_h in zip(nodes.reshape(h, -1), loads.reshape(h, -1), strict=True):
-        live = np.flatnonzero(loads_h != 0)
-        pair = nodes_h[live].astype(np.int64) * n + start[live]  # (visited node, start node)
-        order = np.argsort(pair, kind="stable")
-        pair = pair[order]
-        first = np.ones(len(pair), bool)
-        first[1:] = pair[1:] != pair[:-1]
-        unique = pair[first]
-        node, token = unique // n, unique % n
-        count = np.bincount(node, minlength=n)
-        rank = np.arange(len(unique)) - (np.cumsum(count) - count)[node]
-        heads.append((live, order, np.cumsum(first) - 1, node, token, rank))
-    width = max(int(np.bincount(x[3], minlength=n).max()) for x in heads)
-    walk_slots = np.full((h, n * n_walks * steps), n * width, np.int32)
-    support_tokens = np.zeros((h, n * width), np.int32)
-    for head, (live, order, which, node, token, rank) in enumerate(heads):
-        position = node * width + rank
-        walk_slots[head, live[order]] = position[which]
-        support_tokens[head, position] = token
-    return walk_slots.reshape(nodes.shape), support_tokens.reshape(h, n, width)
-
-
-def support_weights(walk_slots, loads, f, width: int):
-    """The feature weights on the node-major support: `phi_i[v]` at `support_tokens[v, c] = i`.
-
-    `w[h, v, c] = (1/n) sum of load_{w,t} f_t over the walk slots (i, w, t) at v`: the same
-    estimate as `walk_features` (Eq. 10), with the slots of one (i, v) pair added up front.
-
-    Args:
-      walk_slots: int `[H, N_g, n_walks, T]` from `walk_support`.
-      loads: `[H, N_g, n_walks, T]` walk loads.
-      f: `[H, T]` modulation coefficients.
-      width: C, the support width (`support_tokens.shape[-1]`).
-
-    Returns:
-      `[H, N_g, C]` in the dtype of `loads * f`.
-    """
-    h, n, n_walks, _ = walk_slots.shape
-    size = n * width
-    val = loads * f[:, None, None, :] / n_walks
-    flat = walk_slots + (jnp.arange(h, dtype=walk_slots.dtype) * size)[:, None, None, None]
-    flat = jnp.where(walk_slots < size, flat, h * size)  # dead slots: dropped
-    w = jnp.zeros(h * size, val.dtype).at[flat.reshape(-1)].add(val.reshape(-1), mode="drop")
-    return w.reshape(h, n, width)
+# ------------------------------------------------ the O(N) path: frozen walks' node-major support
 
 
 def _support_steps(x, step):
@@ -880,7 +714,7 @@ def _apply_jit(
     if n_nodes < 1:
         raise ValueError(f"grf: cls_token=True needs at least 2 tokens, got {n}")
     acc = jnp.promote_types(jnp.promote_types(q.dtype, v.dtype), jnp.float32)
-    f = _modulation("grf", params, h, max_walk_len, acc)
+    f = grf_walks._modulation("grf", params, h, max_walk_len, acc)
     key_valid = _key_padding("grf", mask, b, n)
     node_valid = None if key_valid is None else key_valid[:, int(cls_token) :]
     walk_shape = (h, n_nodes, n_walks, max_walk_len + 1)
@@ -890,17 +724,18 @@ def _apply_jit(
                 "grf: resample=True samples fresh walks on every call and needs `key` (also at "
                 "evaluation); pass key=... or use resample=False (walks frozen at init)"
             )
-        nbrs = _neighbors("grf", graph, grid, knn_k, n_nodes, b, coords, adjacency, node_valid)
-
-        # Independent walks per batch element and head (the graph may differ per element).
-        nodes, loads = graphs.random_walks(
+        nbrs = grf_walks._neighbors(
+            "grf", graph, grid, knn_k, n_nodes, b, coords, adjacency, node_valid
+        )
+        nodes, loads = grf_walks._fresh_walks(
             key,
             nbrs,
+            b=b,
+            h=h,
             n_walks=n_walks,
-            max_len=max_walk_len,
+            max_walk_len=max_walk_len,
             p_halt=p_halt,
             antithetic=antithetic,
-            sample_shape=(b, h) if nbrs.ndim == 2 else (h,),
             dtype=acc,
         )
     else:
@@ -919,13 +754,13 @@ def _apply_jit(
                 f"[H, N_graph, n_walks, max_walk_len + 1] = {walk_shape}; the walks were made "
                 "for another sequence length or hyper-parameters"
             )
-        _grid_neighbors("grf", grid, n_nodes)  # validates the grid against N
+        grf_walks._grid_neighbors("grf", grid, n_nodes)  # validates the grid against N
         loads = jnp.asarray(loads).astype(acc)
         if "walk_slots" in buffers and "support_tokens" in buffers:
             return _frozen_support_attention(
                 buffers, q, k, v, loads, f, key_valid, walk_shape, cls_token, node_chunk
             )
-    idx, val = walk_features(jnp.asarray(nodes), loads, f, cls_token=cls_token)
+    idx, val = grf_walks.walk_features(jnp.asarray(nodes), loads, f, cls_token=cls_token)
     return sparse_masked_linear_attention(
         q, k, v, idx, val, key_valid=key_valid, cls_token=cls_token, slot_chunk=slot_chunk
     )
@@ -948,7 +783,7 @@ def _frozen_support_attention(
             f"support_tokens {tuple(tokens.shape)}, expected integer {walk_shape} and "
             f"[{h}, {n_nodes}, C]: create params with this mechanism's init"
         )
-    weights = support_weights(slots, loads, f, tokens.shape[-1])
+    weights = grf_walks.support_weights(slots, loads, f, tokens.shape[-1])
     return support_masked_linear_attention(
         q,
         k,
@@ -1036,35 +871,6 @@ def apply(
 # ------------------------------------------------------------------------- the dense baseline
 
 
-def exact_mask(nbrs, f):
-    """The exact mask `Phi Phi^T` with `Phi = sum_t f[h, t] W^t` (= sum_k alpha_k W^k, W = W^T).
-
-    Powers of W are applied through the neighbour list (O(N^2 K) each); the product
-    `Phi Phi^T` is a dense O(N^3) matmul.
-
-    Args:
-      nbrs: int `[N, K]` neighbour list (-1 = empty slot).
-      f: `[H, T]` modulation coefficients.
-
-    Returns:
-      `[H, N, N]` in the dtype of f.
-    """
-    nbrs = jnp.asarray(nbrs)
-    n = nbrs.shape[0]
-    w = graphs.edge_weights(nbrs, f.dtype)
-    safe = jnp.maximum(nbrs, 0)
-    power = jnp.eye(n, dtype=f.dtype)
-
-    def step(p, f_t):
-        # (W P)[i] = sum_r W[i, nbrs[i, r]] P[nbrs[i, r]]
-        p = sum(w[:, r, None] * p[safe[:, r]] for r in range(nbrs.shape[1]))
-        return p, f_t[:, None, None] * p[None]
-
-    _, terms = jax.lax.scan(step, power, f[:, 1:].T)
-    phi = f[:, 0, None, None] * power[None] + terms.sum(axis=0)
-    return jnp.einsum("hiv,hjv->hij", phi, phi)
-
-
 @functools.partial(jax.jit, static_argnames=("max_walk_len", "grid", "graph", "knn_k", "cls_token"))
 def _apply_dense_jit(
     params, q, k, v, mask, coords, adjacency, *, max_walk_len, grid, graph, knn_k, cls_token
@@ -1080,14 +886,16 @@ def _apply_dense_jit(
     if n_nodes < 1:
         raise ValueError(f"grf_dense: cls_token=True needs at least 2 tokens, got {n}")
     acc = jnp.promote_types(jnp.promote_types(q.dtype, v.dtype), jnp.float32)
-    f = _modulation("grf_dense", params, h, max_walk_len, acc)
+    f = grf_walks._modulation("grf_dense", params, h, max_walk_len, acc)
     key_valid = _key_padding("grf_dense", mask, b, n)
     node_valid = None if key_valid is None else key_valid[:, int(cls_token) :]
-    nbrs = _neighbors("grf_dense", graph, grid, knn_k, n_nodes, b, coords, adjacency, node_valid)
+    nbrs = grf_walks._neighbors(
+        "grf_dense", graph, grid, knn_k, n_nodes, b, coords, adjacency, node_valid
+    )
     if nbrs.ndim == 3:
-        m = jax.vmap(exact_mask, in_axes=(0, None))(nbrs, f)  # [B, H, N_g, N_g]
+        m = jax.vmap(grf_walks.exact_mask, in_axes=(0, None))(nbrs, f)  # [B, H, N_g, N_g]
     else:
-        m = exact_mask(nbrs, f)[None]
+        m = grf_walks.exact_mask(nbrs, f)[None]
     if cls_token:
         pad = [(0, 0), (0, 0), (1, 0), (1, 0)]
         m = jnp.pad(m, pad, constant_values=1.0)
@@ -1156,7 +964,7 @@ def _check_registered(name):
         walk = {k: h[k] for k in ("p_halt", "n_walks", "slot_chunk", "node_chunk") if k in h}
         _check_hparams(name, graph=h["graph"], max_walk_len=h["max_walk_len"], **walk)
         if h["graph"] == "grid" and num_tokens is not None:
-            _grid_neighbors(name, h["grid"], num_tokens - int(h["cls_token"]))
+            grf_walks._grid_neighbors(name, h["grid"], num_tokens - int(h["cls_token"]))
 
     return check
 

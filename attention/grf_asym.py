@@ -1,10 +1,10 @@
 """Asymmetric GRF attention: linear attention masked by query-side graph random features only.
 
 Reid et al., "Linear Transformer Topological Masking with Graph Random Features",
-arXiv:2410.03462 (2024), App. D (Eqs. 22-27, Alg. 2; notes `grf_masking.md` Sec. 1.8, 1.11
-`asym_grf_attention`, E4). With different modulations on the two sides and the key side's the
-identity (f^(2) = delta_0, so Phi^(2) = I and no key-side walks), the mask is the query side's
-features themselves (Eq. 24),
+arXiv:2410.03462 (2024), App. D (Eqs. 22-27, Alg. 2), as the HD-VPD experiments use it (Sec. 4,
+App. C.3). With different modulations on the two sides and the key side's the identity
+(f^(2) = delta_0, so Phi^(2) = I and no key-side walks), the mask is the query side's features
+themselves (Eq. 24),
 
     M = Phi^(1) Phi^(2)T = Phi^(1),   Phi^(1) = sum_{t=0}^{hops} f_t W^t,
 
@@ -14,28 +14,29 @@ sum over the tokens the walks of node i visit (Eq. 26, Alg. 2):
     out_i = sum_s relu(q_i).relu(k_{idx_s}) f_{lvl_s} load_s v_{idx_s}
             / sum_s relu(q_i).relu(k_{idx_s}) f_{lvl_s} load_s.
 
-Alg. 2 divides by `S_i * n`; the extra 1/n scales every output by 1/n and is dropped (notes
-Sec. 6, item 22): numerator and denominator accumulate over the same walks, so their ratio is
-already normalised. A zero denominator gives a zero output, never NaN.
+Alg. 2 divides by `S_i * n`; the extra 1/n scales every output by 1/n and is dropped (our
+reading of Alg. 2: a typo; the paper does not discuss it): numerator and denominator accumulate
+over the same walks, so their ratio is already normalised. A zero denominator gives a zero
+output, never NaN.
 
 The graph, as in HD-VPD: the directed k-NN graph of the `coords` input (`[B, N, C]`, k =
-`knn_k`, default 3 [E4]), rebuilt on every call with the blocked
+`knn_k`, default 3 as in App. C.3), rebuilt on every call with the blocked
 `attention.graphs.batch_knn_graph` (no N x N matrix), or given already built as the `neighbors`
 input (`[B, N, knn_k]`, so that a model with several such layers builds it once per call);
 weighted as `attention.graphs.edge_weights` (`1/sqrt(d_u d_v)`, i.e. 1/k per hop when every node
-has k neighbours; the paper does not state the weights: notes Sec. 6 item 20).
+has k neighbours; App. C.3 does not state the weights, so this is our choice).
 
 Walks (`walks`):
-  * `"enumerate"` (default): every walk of `hops` (default 3 [E4]) steps from every node is
+  * `"enumerate"` (default): every walk of `hops` (default 3, App. C.3) steps from every node is
     listed deterministically: slot 0 is the node itself (t = 0), then its k neighbours (t = 1),
     their k^2 neighbours (t = 2), ...: `L = 1 + k + ... + k^hops` slots (40 for k = 3, 3 hops).
     HD-VPD's 27 repelling walkers with 3 fixed hops on out-degree 3 split 27 -> 9/9/9 -> 3/3/3
-    -> 1/1/1 and so visit exactly these walks (notes E4, [inferred]); with deterministic
-    enumeration the importance weight `w~(omega)/p(omega)` is the walk's edge-weight product
-    `load` itself, and summing `f_t load` over the slots that land on v gives exactly
-    `(sum_t f_t W^t)_{iv}`: this mechanism is then *exactly* linear attention with the dense mask
-    `M = sum_{t<=hops} f_t W^t` (tests check it). Empty neighbour slots (fewer than k valid
-    points) have load 0.
+    -> 1/1/1 and so visit exactly these walks (our inference from App. C.3, item 2; the paper
+    does not say so); with deterministic enumeration the importance weight `w~(omega)/p(omega)`
+    is the walk's edge-weight product `load` itself, and summing `f_t load` over the slots that
+    land on v gives exactly `(sum_t f_t W^t)_{iv}`: this mechanism is then *exactly* linear
+    attention with the dense mask `M = sum_{t<=hops} f_t W^t` (tests check it). Empty neighbour
+    slots (fewer than k valid points) have load 0.
   * `"random"`: `n_walks` i.i.d. halting walks per node (`attention.graphs.random_walks`,
     halting probability `p_halt` before each hop, cut after `hops` hops), fresh from `key` on
     every call; their loads are importance-weighted (edge-weight product over the prefix
@@ -43,8 +44,9 @@ Walks (`walks`):
     the ratio. L = n_walks (hops + 1) slots.
 
 Learnable f per head, `[H, hops + 1]`, initialised `exp(-f_decay t)`, `f_decay = 0.01` (the
-authors' init, as `attention.grf`). Masks: key padding only (`[B, M]` or `[B, 1, 1, M]`); padded
-points are nobody's neighbour (the k-NN graph skips them), their own output is zero.
+authors' init, google-research/scenic `scenic/model_lib/layers/top_attention.py`, as
+`attention.grf_walks`). Masks: key padding only (`[B, M]` or `[B, 1, 1, M]`); padded points
+are nobody's neighbour (the k-NN graph skips them), their own output is zero.
 
 Cost: per query L gathered keys and values: O(N L (Dk + Dv)) time per head. Queries are taken
 `node_chunk` at a time in a `lax.scan` whose body is rematerialised in the backward pass
@@ -62,7 +64,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attention import cost, graphs, grf, masks, registry
+from attention import cost, graphs, grf_walks, masks, registry
 from attention.softmax import check_qkv
 
 __all__ = [
@@ -154,7 +156,7 @@ def init(
 ):
     """`{"f": [H, hops + 1]}` initialised to `exp(-f_decay t)` (authors' init; `attention.grf`)."""
     del key, head_dim, model_dim, max_len, layer_index, num_layers
-    return {"f": grf._init_f(num_heads, hops, f_decay)}
+    return {"f": grf_walks._init_f(num_heads, hops, f_decay)}
 
 
 def _key_valid(mask, b: int, n: int):

@@ -1,4 +1,4 @@
-"""Linear attention (Katharopoulos et al., "Transformers are RNNs", ICML 2020).
+"""Linear attention (Katharopoulos et al., "Transformers are RNNs", ICML 2020, arXiv:2006.16236).
 
 Sec. 3.2, Eq. 5-6: with a positive feature map phi,
 

@@ -1,4 +1,5 @@
-"""Linformer (Wang et al., "Linformer: Self-Attention with Linear Complexity", 2020).
+"""Linformer (Wang et al., "Linformer: Self-Attention with Linear Complexity", 2020,
+arXiv:2006.04768).
 
 Sec. 4, Eq. 7: keys and values are projected along the sequence axis by learned
 E, F in R^{k x n} (k = `proj_len`), then softmax attention runs over the k projected positions:

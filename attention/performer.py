@@ -1,4 +1,5 @@
-"""Performer / FAVOR+ (Choromanski et al., "Rethinking Attention with Performers", ICLR 2021).
+"""Performer / FAVOR+ (Choromanski et al., "Rethinking Attention with Performers", ICLR 2021,
+arXiv:2009.14794).
 
 Sec. 2.3, Lemma 1 (positive random features for the softmax kernel): with x = q / Dk^(1/4),
 y = k / Dk^(1/4) (so that exp(x . y) = exp(q . k / sqrt(Dk))) and w_1..w_m,

@@ -49,7 +49,8 @@ __all__ = [
 class UnknownAttentionError(KeyError):
     """An attention name that is not registered (the message lists the known ones)."""
 
-    user_error = True  # entry points print it in one line, exit 2 (attnbench.cli; not imported)
+    # Entry points print it as one line and exit 2 (attnbench.cli; attention never imports it).
+    user_error = True
 
     def __str__(self) -> str:  # KeyError would quote the whole message
         return str(self.args[0])

@@ -19,7 +19,9 @@ the next k tokens j_v (ranks k+1..2k; §4.2, last paragraph) through a Gumbel-si
 forward pass and the mixture's gradient in the backward pass (straight-through). At evaluation
 the hard mode takes the sparse path: only top-k and a gather, no k x k comparison.
 
-Choices where the paper is silent or inconsistent (see papers/notes/samsa.md §1.2, §1.8, §6):
+Choices where the paper is silent or inconsistent ("the code": the authors' repository
+HySonLab/SAMSA, `ImportantScore.py` for the MLP, `DSZRC.py` for the sampler and its backward,
+`README.md` for the example hyper-parameters):
   * The MLP is the authors' code's: `Linear_{d->h}(x + RMSNorm(Linear(GELU(Linear(x)))))`.
   * Noise is added after the support scores are appended (the code; Algorithm 1 adds it
     before), and only in training unless `noise_at_eval` (the code adds it at evaluation too;

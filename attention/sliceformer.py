@@ -11,8 +11,8 @@ own sparse, full-rank, doubly stochastic "attention map" and there are no querie
 softmax (registered with `needs_qk=False`: q and k are ignored and may be None). The heads only
 reshape channels; they do not change the result (except for `half`, whose split is per head).
 
-Variants (paper §3.3 and Table 4; the semantics of the authors' LRA code where the draft is
-silent, see papers/notes/sliceformer.md §1.4):
+Variants (paper §3.3 and Table 4; where the draft is silent, the semantics of the authors' LRA
+code, DaShenZi721/sliceformer `LRA/lra_benchmarks/models/sliceformer/sliceformer.py`):
 
   * `ascend` (default): out[:, c] = sort(v[:, c]) ascending.
   * `descend`: sorted descending.
@@ -436,7 +436,7 @@ def apply_graph(
     ignore_mask: bool = False,
 ):
     """Sliceformer in Graphormer, as the Sliceformer authors' `SWD` attention class
-    (DaShenZi721/sliceformer, `Graphormer/graphormer/model.py`; notes sliceformer.md §1.5):
+    (DaShenZi721/sliceformer, `Graphormer/graphormer/model.py`):
 
         out = Dropout(softmax(bias)) V + Sort_col(V)
 

@@ -22,24 +22,28 @@ with `eval_mode="ensemble"`, averages S subsampled passes (Sec. 3.5; see `apply`
 Samplers (`sampling`):
   * `"unbiased"`: Alg. 1, `k = round(keep * M)` sources shared by all targets. With
     `causal=True` it is the windowed scheme with an unbiased shuffle (sources uniform over
-    [0, end of window)), the paper's "unbiased" LM runs (App. D; notes Sec. 1.4, ambiguity 7):
-    Alg. 1 plus a causal mask would leave early targets with nothing to attend to.
+    [0, end of window)), the paper's "unbiased" LM runs (App. D, Table 8: "2 or 4 window
+    attention"; our reading, the paper gives no sampler for them): Alg. 1 plus a causal mask
+    would leave early targets with nothing to attend to.
   * `"local_1d"`: Alg. 2 with Eq. (3); sigma is a fraction of N. Causal version: for each window
     j, fresh noise, candidates 0..(j+1)T-1, keep the T with the largest noisy position; the
-    causal mask is then applied to the gathered pairs (notes Sec. 1.3, "Causal", our reading).
+    causal mask is then applied to the gathered pairs (our reading of Sec. 3.3, which says only
+    that the indices "are resampled for each window, and are constrained to be from 0 to the
+    end of the window").
   * `"grid_2d"`: the grid `(gh, gw) = grid` (row-major flattening) is tiled into `tiles =
     (wr, wc)` target tiles (default `(w, 1)`: w bands of rows, the paper's CIFAR-10 setup; `(2, 2)`
     is the Swin-style split). Sources get noisy coordinates (r + sigma*gh*n_r, c + sigma*gw*n_c),
-    are sorted by noisy row into wr bands, then each band by noisy column into wc tiles (the
-    notes' "k-d split", Sec. 1.3 2-D grids, option ii). Causal: row bands only, candidates are
-    the cells before the band's end, ranked by noisy row (column jitter cannot change which band
-    a source lands in).
+    are sorted by noisy row into wr bands, then each band by noisy column into wc tiles (a
+    "k-d split": our construction, Sec. 3.3 says only that 2-D grids are shuffled "both
+    horizontally and vertically"). Causal: row bands only, candidates are the cells before the
+    band's end, ranked by noisy row (column jitter cannot change which band a source lands in).
   * `"graph"`: unbiased per example: `k` sources drawn uniformly among the non-padded ones of
     each graph (key-padding mask), never padded ones; the first `always_keep` sources (e.g.
-    virtual nodes) are always kept (notes Sec. 1.9, ambiguity 6; the paper uses only unbiased
-    SSA on graphs, Sec. 3.3 / App. B.3). Graph structure enters through `bias` (e.g. a
-    shortest-path bias), re-indexed with the sources as the paper does for B; there is no
-    `adjacency` input, since the paper's graph SSA does not use locality.
+    virtual nodes) are always kept (our choice: the paper does not say how padding and virtual
+    nodes are sampled; it uses only unbiased SSA on graphs, Sec. 3.3 / App. B.3). Graph
+    structure enters through `bias` (e.g. a shortest-path bias), re-indexed with the sources as
+    the paper does for B; there is no `adjacency` input, since the paper's graph SSA does not use
+    locality.
 
 Per-layer sigma (App. B.1): sigma_l = sigma_first + (sigma_last - sigma_first) * l / (L - 1),
 computed by `init` from `layer_index` / `num_layers` and stored in `params["buffers"]["sigma"]`

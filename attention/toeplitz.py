@@ -2,10 +2,11 @@
 
 Reid et al. 2024 (GRF topological masking) compare their graph-random-feature masks with a
 Toeplitz mask on the image grid (Choromanski et al. 2022, "From block-Toeplitz matrices to
-differential equations on graphs"): the mask between two patches depends only on their 2-D
-offset, one learnable scalar per offset and head. The paper gives no details (notes
-grf_masking.md §6 item 17); the authors' Scenic code (`top_attention.py`, `top_type="toeplitz"`)
-does, and this follows it:
+differential equations on graphs", arXiv:2107.07999): the mask between two patches depends only
+on their 2-D offset, one learnable scalar per offset and head. The paper gives no details
+(arXiv:2410.03462 names the baseline in Sec. 4 and Table 1 and discusses block-Toeplitz masks
+only in general in App. B); the authors' Scenic code (google-research/scenic,
+`scenic/model_lib/layers/top_attention.py`, `top_type="toeplitz"`) does, and this follows it:
 
     M[h, i, j] = t[h, (r_i - r_j, c_i - c_j)]          one scalar per offset, initialised to 1
     A[h, i, j] = relu(q_i) . relu(k_j) * |M[h, i, j]|   ReLU linear-attention kernel

@@ -26,7 +26,8 @@ from attnbench.nn import backbones
 __all__ = ["check", "problems", "attention_length"]
 
 POOLS = ("cls", "mean", "sum")
-POSITIONS = ("sinusoidal", "learned", "none", "alibi", "relative_2d")  # + language.decoder's
+# the encoders' positions and language.backbones.decoder's (alibi, relative_2d)
+POSITIONS = ("sinusoidal", "learned", "none", "alibi", "relative_2d")
 ENCODERS = ("transformer", "samsa")  # attnbench.nn backbones; domains register more (swin, ...)
 # config.model.dtype: a compute dtype (attnbench.nn.layers.COMPUTE_DTYPES; parameters stay float32),
 # or "auto": bfloat16 on GPU/TPU, float32 on CPU, resolved at run start

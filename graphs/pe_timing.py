@@ -2,13 +2,13 @@
 Peptides-struct training epoch, against one training epoch of the 24-layer Graph-Bridge SAMSA
 model on the same graphs (`python -m scripts.graph_pe_timing`).
 
-SAMSA's claim (Table 4, notes samsa.md Sec. 3): its random-feature tokenisation makes positional
+SAMSA's claim (arXiv 2408.05391 Table 4): its random-feature tokenisation makes positional
 encodings unnecessary, and precomputing the usual ones costs more than training: LapPE 73 s and
 RWPE 53 s for Peptides-struct (quoted from the LRGB paper, other hardware) against 35 s for one
 epoch of the whole SAMSA model (the authors' A100).
 
 What is measured, in one process, on the same graphs (the train split of `config.data`):
-  * LapPE: `graphs.positional.encode(lap_k=10, rw_steps=None)`: the 10 eigenvectors of the
+  * LapPE: `graphs.data.positional.encode(lap_k=10, rw_steps=None)`: the 10 eigenvectors of the
     symmetric normalised Laplacian with the smallest non-trivial eigenvalues (LRGB's LapPE
     size), one batched `eigh` per graph size, BLAS on one thread;
   * RWPE: `encode(lap_k=None, rw_steps=20)`: the return probabilities of 1..20-step random walks
@@ -57,7 +57,7 @@ def measure(
     full model at batch 32 on LRGB-sized peptides needs more than 24 GB of host memory on a
     CPU (it was killed by the kernel's OOM killer on a 24 GB machine): use a smaller batch
     there, or an accelerator host."""
-    from graphs import positional
+    from graphs.data import positional
 
     arg = RECIPE + (",preset=smoke" if scale == "smoke" else "")
     config = config_lib.load(arg)

@@ -1,8 +1,9 @@
-"""Graph tasks registered with the trainer (`config.task = "graphs.<name>"`).
+"""Graph tasks registered with the trainer (`config.task = "graphs.<name>"`), and their losses.
 
-Every task reads padded graph batches (`graphs.batching.GraphCollate`) with a graph backbone from
-`attnbench.nn.backbones` (`config.model.encoder`: `graphormer`, `egt`, `graph_bridge`) and a linear
-head on its graph representation:
+Every task reads padded graph batches (`graphs.data.batching.GraphCollate`) into the model of
+`graphs.models` (`GraphPredictor`: a graph backbone from `attnbench.nn.backbones`,
+`config.model.encoder`: `graphormer`, `egt`, `graph_bridge`, `gps`, and a linear head on its graph
+representation):
 
   graphs.zinc             penalized logP regression, L1 loss, MAE (GFSA Tables 4, 20)
   graphs.pcqm             HOMO-LUMO gap regression in eV, L1 loss, MAE (Sliceformer Table 6,
@@ -12,45 +13,35 @@ head on its graph representation:
   graphs.peptides_func    10-label multilabel classification, binary cross-entropy, average
                           precision per label averaged (`config.evals`, `multilabel_ap`)
 
-Data (`config.data.source`; every summary carries it):
-  official   the dataset in its official files under `config.data.dir` (`graphs.official`):
-             ZINC-12k (benchmarking-gnns pickles), PCQM4Mv2 / PCQM4M (`config.data.version`
-             "v2" / "v1", OGB-LSC csv + split dict), LRGB Peptides (csv.gz + split pickle).
-  standin    offline substitutes, labelled as such: ZINC-like (`graphs.zinc_like`, MOSES
-             molecules, exact penalized logP), QM9 gaps for PCQM4Mv2 (`graphs.qm9_like`), and
-             generated peptides (`graphs.peptides_like`).
+Data (`config.data.source`; every summary carries it), one module per dataset in `graphs.data`
+(`zinc`, `pcqm`, `peptides`):
+  official   the dataset in its official files under `config.data.dir` (`load_zinc`,
+             `load_pcqm`, `load_peptides`): ZINC-12k (benchmarking-gnns pickles), PCQM4Mv2 /
+             PCQM4M (`config.data.version` "v2" / "v1", OGB-LSC csv + split dict), LRGB
+             Peptides (csv.gz + split pickle).
+  standin    offline substitutes, labelled as such (each module's `load`): ZINC-like (MOSES
+             molecules, exact penalized logP), QM9 gaps for PCQM4Mv2, and generated peptides.
 
-Model-level self-ensemble (SSA Sec. 3.5, Table 5): `config.model.ensemble_passes = S > 0` makes
-evaluation also average the predictions of S full forward passes with subsampling on (SSA's
-`subsample=True`) and dropout off, with keys from `config.model.ensemble_seed`: the regression
-tasks report its metrics as `<name>_ensemble` (`mae_ensemble`) beside the one deterministic dense
-pass's (SSA's "renormalized" attention), which still pick the best checkpoint.
+Model-level self-ensemble (SSA Sec. 3.5, Table 5; `graphs.models`): with
+`config.model.ensemble_passes = S > 0` the regression tasks report the ensemble's metrics as
+`<name>_ensemble` (`mae_ensemble`) beside the one deterministic dense pass's (SSA's
+"renormalized" attention), which still pick the best checkpoint.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from flax import nnx
 
-from attnbench import errors, tasks
-from attnbench.nn import backbones
-from graphs import batching
-
-# The graph backbones register themselves with attnbench.nn.backbones on import.
-from graphs import egt as _egt  # noqa: F401
-from graphs import gps as _gps  # noqa: F401
-from graphs import graph_bridge as _graph_bridge  # noqa: F401
-from graphs import graphormer as _graphormer  # noqa: F401
+from attnbench import tasks
+from graphs import models
+from graphs.data import batching
 
 __all__ = [
     "ENCODERS",
-    "GraphPredictor",
     "l1_loss",
     "smooth_l1_loss",
     "multilabel_loss",
@@ -75,87 +66,10 @@ def attention_tokens(config, nodes: int | None = None) -> int:
     if m.encoder == "graph_bridge":
         return n + int(d.edge_factor) * n
     if m.encoder == "egt":
-        return n + int(m.get("num_virtual_nodes", 4))  # graphs.egt's default
+        return n + int(m.get("num_virtual_nodes", 4))  # graphs.backbones.egt's default
     if m.encoder == "gps":
         return n  # attention over the nodes only
     return n + 1
-
-
-class GraphPredictor(nnx.Module):
-    """Graph backbone -> Linear(dim, out_dim): `out_dim` values per graph (the authors'
-    `downstream_out_proj`, initialised like their other linear layers); `[B]` when out_dim = 1.
-    With `ensemble_passes > 0`, evaluation averages that many subsampled passes (module doc)."""
-
-    def __init__(
-        self,
-        *,
-        model_cfg,
-        attention_cfg,
-        max_len: int,
-        out_dim: int,
-        rngs: nnx.Rngs,
-        ensemble_passes: int = 0,
-        ensemble_seed: int = 0,
-        flops_tokens: int | None = None,
-    ):
-        self.encoder = backbones.build(
-            model_cfg.encoder,
-            model_cfg=model_cfg,
-            attention_cfg=attention_cfg,
-            max_len=max_len,
-            rngs=rngs,
-        )
-        init = nnx.initializers.normal(0.02 / math.sqrt(model_cfg.num_layers))
-        # Optional hidden layers before the output (ReLU; GraphGPS's ZINC "san_graph" head:
-        # `head_hidden = (32, 16)`); none: one Linear (the authors' `downstream_out_proj`).
-        widths = (model_cfg.dim, *tuple(model_cfg.get("head_hidden", ())))
-        self.hidden = nnx.List(
-            [
-                nnx.Linear(a, b, kernel_init=init, rngs=rngs)
-                for a, b in zip(widths[:-1], widths[1:], strict=True)
-            ]
-        )
-        self.head = nnx.Linear(widths[-1], out_dim, kernel_init=init, rngs=rngs)
-        self.out_dim = out_dim
-        self.encoder_name = model_cfg.encoder
-        self.tokens = int(flops_tokens or max_len)
-        self.loss = str(model_cfg.get("loss", "l1"))
-        if self.loss not in LOSSES:
-            raise errors.ConfigError(f"config.model.loss={self.loss!r}: known: {', '.join(LOSSES)}")
-        self.ensemble_passes = int(ensemble_passes)
-        self.ensemble_seed = int(ensemble_seed)
-
-    def count_flops(self, tally) -> None:
-        """Forward FLOPs of one graph of `flops_tokens` tokens (the task passes the dataset's
-        mean graph size, `config.data.flops_nodes`; default `max_len`) into `tally`; with a
-        self-ensemble, evaluation costs `ensemble_passes` times this."""
-        with tally.per_sequence(1, self.tokens):
-            backbones.count_flops(
-                self.encoder_name, self.encoder, tally, n=self.tokens, masked=True
-            )
-        for layer in self.hidden:
-            tally.linear("head", layer, 1)
-        tally.linear("head", self.head, 1)
-
-    def forward(self, batch, *, train: bool, key, **inputs):
-        h = self.encoder(batch, train=train, key=key, **inputs)
-        for layer in self.hidden:
-            h = jax.nn.relu(layer(h))
-        out = self.head(h)
-        return out[:, 0] if self.out_dim == 1 else out
-
-    def __call__(self, batch, *, train: bool = False, key=None, **inputs):
-        """The prediction; at evaluation with `ensemble_passes`, SSA's self-ensemble: the mean
-        of that many passes with subsampling on (`subsample=True`) and dropout off."""
-        if train or not self.ensemble_passes:
-            return self.forward(batch, train=train, key=key, **inputs)
-        keys = jax.random.split(jax.random.key(self.ensemble_seed), self.ensemble_passes)
-        # One compiled pass mapped over the keys (not S unrolled copies).
-        outs = jax.lax.map(
-            lambda k: self.forward(batch, train=False, key=k, **{**inputs, "subsample": True}),
-            keys,
-        )
-        return outs.astype(jnp.float32).mean(0)
 
 
 def l1_loss(prediction, target, weight):
@@ -183,9 +97,6 @@ def smooth_l1_loss(prediction, target, weight, beta: float = 1.0):
     total = (huber * w).sum()
     metrics = {"loss": (total, count), "mae": ((err * w).sum(), count)}
     return total / jnp.maximum(count, 1.0), metrics
-
-
-LOSSES = ("l1", "smooth_l1", "bce")
 
 
 def multilabel_loss(logits, labels, weight):
@@ -245,7 +156,7 @@ class GraphTask(tasks.Task):
         self.check(config)
         data = self._load(config, self.collate(config))
         if config.model.encoder == "gps":  # GPS reads per-node positional encodings
-            from graphs import gps
+            from graphs.backbones import gps
 
             encoded = {
                 name: gps.with_encodings(getattr(data, name), model_cfg=config.model)
@@ -260,7 +171,7 @@ class GraphTask(tasks.Task):
     def build_model(self, config, rngs):
         self.check(config)
         m = config.model
-        return GraphPredictor(
+        return models.GraphPredictor(
             model_cfg=m,
             attention_cfg=config.attention,
             max_len=attention_tokens(config),
@@ -335,16 +246,14 @@ class ZincRegression(GraphTask):
     name = "graphs.zinc"
 
     def _load(self, config, collate):
+        from graphs.data import zinc  # RDKit: only when data is loaded
+
         d = config.data
         if d.source == "official":
-            from graphs import official
-
-            return official.load_zinc(d.dir, subset=bool(d.get("subset", True)), collate=collate)
-        from graphs import zinc_like  # RDKit: only when data is loaded
-
+            return zinc.load_zinc(d.dir, subset=bool(d.get("subset", True)), collate=collate)
         sizes = tuple(n or default for n, default in zip(
-            (d.num_train, d.num_val, d.num_test), zinc_like.SIZES, strict=True))  # fmt: skip
-        data = zinc_like.load(
+            (d.num_train, d.num_val, d.num_test), zinc.SIZES, strict=True))  # fmt: skip
+        data = zinc.load(
             d.dir, source_file=d.source_file or None, sizes=sizes, seed=d.seed, collate=collate
         )
         return _standin(
@@ -368,17 +277,15 @@ class PcqmRegression(GraphTask):
         return out
 
     def _load(self, config, collate):
+        from graphs.data import pcqm
+
         d = config.data
         if d.source == "official":
-            from graphs import official
-
-            return official.load_pcqm(
+            return pcqm.load_pcqm(
                 d.dir, version=d.version, max_train=int(d.num_train), collate=collate
             )
-        from graphs import qm9_like
-
         sizes = (int(d.num_train) or None, int(d.num_val), int(d.num_test))  # None: the rest
-        data = qm9_like.load(
+        data = pcqm.load(
             d.dir, source_file=d.source_file or None, sizes=sizes, seed=d.seed, collate=collate
         )
         return _standin(
@@ -392,20 +299,18 @@ class _Peptides(GraphTask):
     kind = ""
 
     def _load(self, config, collate):
+        from graphs.data import peptides
+
         d = config.data
         if d.source == "official":
-            from graphs import official
-
-            return official.load_peptides(d.dir, kind=self.kind, collate=collate)
-        from graphs import peptides_like
-
-        data = peptides_like.load(
+            return peptides.load_peptides(d.dir, kind=self.kind, collate=collate)
+        data = peptides.load(
             d.dir,
             kind=self.kind,
             num_peptides=int(d.num_peptides),
             seed=d.seed,
             collate=collate,
-            lengths=tuple(d.get("peptide_lengths", peptides_like.LENGTHS)),
+            lengths=tuple(d.get("peptide_lengths", peptides.LENGTHS)),
         )
         return _standin(
             data,

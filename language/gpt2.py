@@ -1,4 +1,4 @@
-"""GPT-2 as a `language.decoder` configuration, and Hugging Face GPT-2 checkpoints.
+"""GPT-2 as a `language.models.Decoder` configuration, and Hugging Face GPT-2 checkpoints.
 
 GPT-2 (Radford et al. 2019; GFSA fine-tunes the 117M "small" model, GFSA Sec. 5.2 / App. L):
 pre-LN blocks with a final LayerNorm `ln_f`, learned positions (`wpe`, 1024), token embedding
@@ -41,7 +41,7 @@ import numpy as np
 from flax import nnx
 
 from attnbench import errors
-from language import decoder
+from language import models
 
 __all__ = [
     "VOCAB_SIZE",
@@ -86,7 +86,7 @@ def model_config(
     norm_eps: float = 1e-5,
     gelu: str = "tanh",
 ) -> ml_collections.ConfigDict:
-    """GPT-2's model section for `language.decoder` (defaults: GPT-2 small; HF's
+    """GPT-2's model section for `language.models` (defaults: GPT-2 small; HF's
     `resid_pdrop = embd_pdrop = 0.1`, `layer_norm_epsilon = 1e-5`, `gelu_new`)."""
     return ml_collections.ConfigDict(
         dict(
@@ -259,7 +259,7 @@ def _is_mask_buffer(name: str) -> bool:
 
 
 def load_hf_gpt2(directory, *, attention_cfg=None, dtype: str = "float32"):
-    """A `language.decoder.Decoder` holding the weights of the Hugging Face GPT-2 checkpoint in
+    """A `language.models.Decoder` holding the weights of the Hugging Face GPT-2 checkpoint in
     `directory` (`config.json` + `model.safetensors`), with attention `attention_cfg` (default
     softmax with HF's `attn_pdrop`; e.g. `{"name": "gfsa", "order": 3}`: GFSA's own parameters
     keep their initial values, w_K = 0, so the model starts as the checkpoint's).
@@ -326,7 +326,7 @@ def load_hf_gpt2(directory, *, attention_cfg=None, dtype: str = "float32"):
         )
 
     def build():
-        return decoder.build_decoder(
+        return models.build_decoder(
             model_cfg, attention_cfg, vocab_size=vocab, max_len=max_len, rngs=nnx.Rngs(params=0)
         )
 
@@ -355,7 +355,7 @@ def _set(param, value) -> None:
     param.set_value(jnp.asarray(value))
 
 
-def _assign(model: decoder.Decoder, t: dict, heads: int) -> None:
+def _assign(model: models.Decoder, t: dict, heads: int) -> None:
     """Copies the HF tensors `t` into `model`'s parameters."""
     stack = model.stack
     dim = model.dim

@@ -1,11 +1,11 @@
 """The causal language-modelling task registered with the trainer: `config.task = "language.lm"`.
 
-A decoder (`language.decoder.build_decoder`: any mechanism that supports a causal mask) is
-trained on windows of a token stream (`language.windows.TrainWindows`, a random offset per
+A decoder (`language.models.build_decoder`: any mechanism that supports a causal mask) is
+trained on windows of a token stream (`language.data.windows.TrainWindows`, a random offset per
 window) with the mean next-token negative log-likelihood, and evaluated by the
 `language_model` evaluator (`config.evals`) on sliding windows (`config.data.window_stride`:
 every token scored once, with the most left context the windows give) or, for images, one
-window per image. Data: `language.corpora` (`config.data.dataset`, `config.data.source`).
+window per image. Data: `language.data.corpora` (`config.data.dataset`, `config.data.source`).
 
 GPT-2 checkpoints: with `config.model.checkpoint` (a Hugging Face GPT-2 folder, `config.json` +
 `model.safetensors`) `build_model` loads it with `language.gpt2.load_hf_gpt2` and the
@@ -30,11 +30,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnbench import errors, tasks
-from language import corpora, decoder, distaug, gpt2, windows
+from language import gpt2, models
+from language.data import corpora, distaug, windows
 
 __all__ = ["LanguageModelling", "lm_loss"]
 
-IMAGE_START = 256  # the start symbol of an image sequence (language.windows.ImageWindows)
+IMAGE_START = 256  # the start symbol of an image sequence (language.data.windows.ImageWindows)
 
 
 def lm_loss(nll, mask, weight):
@@ -46,7 +47,7 @@ def lm_loss(nll, mask, weight):
 
 def _input_vocab(config) -> int:
     """Tokens the decoder embeds: the corpus's, plus the start symbols for images (one, or one
-    per DistAug condition: `language.distaug`); the output layer then has those classes more,
+    per DistAug condition: `language.data.distaug`); the output layer then has those classes more,
     never a target."""
     v = int(config.data.vocab_size)
     if config.data.dataset != "cifar10":
@@ -54,7 +55,7 @@ def _input_vocab(config) -> int:
     return v + distaug.conditions(distaug.parse(config.data.get("distaug", "")))
 
 
-def _load_checkpoint(config, checkpoint: str) -> decoder.Decoder:
+def _load_checkpoint(config, checkpoint: str) -> models.Decoder:
     """The Hugging Face GPT-2 checkpoint in folder `checkpoint` with the config's attention;
     ConfigError for a missing folder or one whose model does not fit `config.data`."""
     if not os.path.isdir(os.path.expanduser(checkpoint)):
@@ -86,7 +87,7 @@ def _load_checkpoint(config, checkpoint: str) -> decoder.Decoder:
 
 @tasks.register("language.lm")
 class LanguageModelling(tasks.Task):
-    """Next-token prediction on a corpus of `language.corpora`."""
+    """Next-token prediction on a corpus of `language.data.corpora`."""
 
     metric_names = ("loss",)
 
@@ -169,7 +170,7 @@ class LanguageModelling(tasks.Task):
         if checkpoint:
             model = _load_checkpoint(config, checkpoint)
         else:
-            model = decoder.build_decoder(
+            model = models.build_decoder(
                 config.model,
                 config.attention,
                 vocab_size=_input_vocab(config),

@@ -3,10 +3,11 @@ core), measured by `python -m scripts.tokenizer_speed` (`measure`, `markdown`).
 
 WikiText-style files are built from the offline Python-documentation sources (the byte-level
 stand-in's text, repeated to the requested train size, plus WikiText-103-sized valid and test in
-proportion) in a temporary folder that is deleted afterwards; `language.corpora.build_word_level`
-(the train pass, the dictionary, valid and test) and, separately, encoding the train file with the
-finished dictionary are timed. Rates are MB of text per second of the process's CPU time and of
-wall time; the work is single-threaded (numpy's element-wise kernels and Python).
+proportion) in a temporary folder that is deleted afterwards;
+`language.data.tokenizers.build_word_level` (the train pass, the dictionary, valid and test) and,
+separately, encoding the train file with the finished dictionary are timed. Rates are MB of text
+per second of the process's CPU time and of wall time; the work is single-threaded (numpy's
+element-wise kernels and Python).
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ def _timed(fn):
 def measure(megabytes: float, source_dir: str | None = None) -> dict:
     import numpy as np
 
-    from language import corpora
+    from language.data import standin, tokenizers
 
     load_before = os.getloadavg()
-    root = corpora.find_standin_dir(source_dir)
+    root = standin.find_standin_dir(source_dir)
     docs = sorted(root.rglob("*.rst.txt"))
     text = b"".join(p.read_bytes() for p in docs)
     train_bytes = int(megabytes * 1e6)
@@ -66,10 +67,10 @@ def measure(megabytes: float, source_dir: str | None = None) -> dict:
             rotated = text[offset:] + text[:offset]
             sizes[split] = _write_repeated(files[split], rotated, size)
         (streams, vocab), build_cpu, build_wall = _timed(
-            lambda: corpora.build_word_level(files, progress=True)
+            lambda: tokenizers.build_word_level(files, progress=True)
         )
         (encoded, _), enc_cpu, enc_wall = _timed(
-            lambda: corpora.tokenize_words(files["train"], vocab.index, progress=True)
+            lambda: tokenizers.tokenize_words(files["train"], vocab.index, progress=True)
         )
         if not np.array_equal(encoded, streams["train"]):
             raise AssertionError("encoding train with the dictionary differs from the build pass")
@@ -108,7 +109,7 @@ def markdown(rec: dict) -> str:
     ok = lambda r: "meets" if r >= rec["target_mb_s"] else "misses"  # noqa: E731
     return "\n".join(
         [
-            "# Word-level tokenisation speed (fairseq rule, `language.corpora`)",
+            "# Word-level tokenisation speed (fairseq rule, `language.data.tokenizers`)",
             "",
             f"Device: {dev.get('kind')} ({dev.get('cpu_count')} cores; one process, one thread). "
             f"Text: {d['text']}: {d['bytes']['train']:,} bytes of train, {d['bytes']['valid']:,} "

@@ -1,9 +1,9 @@
 """The LRA models: token embedding, optional CLS token, an encoder, pooling and the LRA heads.
 
-The encoder is the backbone named by `model_cfg.encoder` (`attnbench.nn.backbones`): "transformer",
-the LRA pre-LN Transformer with any registered attention (the LRA baselines, Sliceformer, GFSA,
-SSA, ...), or "samsa", SAMSA's pre-RMSNorm encoder (SAMSA Table 8) with the sinusoidal positions
-SAMSA used on LRA.
+The encoder is the backbone named by `model_cfg.encoder` (`attnbench.nn.backbones`):
+"transformer", the LRA pre-LN Transformer with any registered attention (the LRA baselines,
+Sliceformer, GFSA, SSA, ...), or "samsa", SAMSA's pre-RMSNorm encoder (SAMSA, arXiv 2408.05391,
+Table 8) with the sinusoidal positions SAMSA used on LRA.
 
 Token id 0 is padding (masked out of attention and pooling); the CLS token is always attended.
 

@@ -8,7 +8,8 @@ import numpy as np
 
 from attnbench import errors, tasks
 from attnbench.data import cache
-from lra import image, listops, models, pathfinder, retrieval, text
+from lra import models
+from lra.data import image, listops, pathfinder, retrieval, text
 
 __all__ = ["ListOps", "Text", "Retrieval", "Image", "Pathfinder"]
 

@@ -7,13 +7,13 @@ mode) over every batch of the split, the last batch padded to 32 as the trainer'
 pads it, with `jax.block_until_ready` at the end; compilation is excluded (one untimed batch
 first). The split is moved to the device before timing (the paper's "1 A100 and 8 CPUs" does not
 say whether its time includes data loading; ours does not). Weights are freshly initialised:
-inference time does not depend on their values. SAMSA's k is not stated for Table 5 (notes
-samsa.md Sec. 6, item 26): `k` (default 128, Table 1's smallest column) is recorded.
+inference time does not depend on their values. SAMSA's k is not stated for Table 5 (neither
+its caption nor Sec. 5.3 names one): `k` (default 128, Table 1's smallest column) is recorded.
 
-Models: the `modelnet40` recipe (6 layers, d 256, FFN 768, 8 heads; `configs/pointcloud/
-modelnet40.py`) with SAMSA hard / soft and with softmax attention (the paper's full-attention
-model); PointNet and DGCNN as `pointcloud.models` builds them (LayerNorm in place of BatchNorm:
-the same FLOPs within a few per cent).
+Models: the `modelnet40` recipe (6 layers, d 256, FFN 768, 8 heads;
+`configs/pointcloud/modelnet40.py`) with SAMSA hard / soft and with softmax attention (the
+paper's full-attention model); PointNet and DGCNN as `pointcloud.models` builds them
+(LayerNorm in place of BatchNorm: the same FLOPs within a few per cent).
 """
 
 from __future__ import annotations

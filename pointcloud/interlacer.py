@@ -1,5 +1,7 @@
-"""Particle-dynamics models: the three networks GRF's HD-VPD experiment compares (Reid et al. 2024,
-Sec. 4 / App. C.3; notes `grf_masking.md` E4 and the Fig. 4/5 substitute paragraph).
+"""Particle-dynamics models, the model of the `pointcloud.dynamics` task (`pointcloud.tasks`): the
+three networks GRF's HD-VPD experiment compares (Reid et al. 2024, arXiv 2410.03462, Sec. 4 and
+App. C.3, Fig. 5), on our own simulator's particles (`pointcloud.data.dynamics`) with position
+targets in place of HD-VPD's rendered images (our substitute; the paper has none).
 
 Every model maps one step's particles to their displacement (`Interlacer.__call__`):
 
@@ -10,7 +12,7 @@ Every model maps one step's particles to their displacement (`Interlacer.__call_
   body                `num_layers` pre-LN residual blocks (`attnbench.nn.layers.EncoderBlock`:
                       attention then MLP), alternating as below;
   output              dx = delta_max * tanh(delta_scale * y / delta_max) (HD-VPD's scaled tanh
-                      to +-0.25 scene units [E4]; `delta_scale` the typical step, so small
+                      to +-0.25 scene units, App. C.3; `delta_scale` the typical step, so small
                       outputs are linear, y = LN + zero-initialised dense: the untrained model
                       predicts no motion); kinematic particles take their given positions.
 
@@ -18,15 +20,16 @@ Every model maps one step's particles to their displacement (`Interlacer.__call_
               `feature_map="relu"`; HD-VPD's "Unmasked PCT", a vanilla linear-attention
               Transformer).
   "mp"        even blocks linear attention, odd blocks k-NN message passing ("MP Interlacer",
-              Whitney et al. 2024, read from the notes: global linear attention alternating with
-              local neighbour layers): each particle aggregates an MLP of
-              (LN(h)_j, (x_j - x_i) / delta_scale) over its `mp_k` nearest neighbours (x^{t-1},
-              self excluded) with a max (`mp_reduce="max"`, as DGCNN's EdgeConv / PointNet++) or a
-              mean, then a dense layer back to the width, residually, then an MLP block. Our
-              simplification: every particle is updated from its own neighbours (the Interlacer's
-              anchor particles are not reproduced).
+              Whitney et al. 2024, as GRF's Sec. 4 and App. C.3 describe it: global linear
+              attention alternating with local neighbour layers): each particle aggregates an
+              MLP of (LN(h)_j, (x_j - x_i) / delta_scale) over its `mp_k` nearest neighbours
+              (x^{t-1}, self excluded) with a max (`mp_reduce="max"`, as DGCNN's EdgeConv /
+              PointNet++) or a mean, then a dense layer back to the width, residually, then an
+              MLP block. Our simplification: every particle is updated from its own neighbours
+              (the Interlacer's anchor particles are not reproduced).
   "grf"       even blocks linear attention, odd blocks asymmetric GRF attention (`grf_asym`:
-              single head, phi = ReLU, k = 3, 3 enumerated hops [E4]) on the k-NN graph of
+              single head, phi = ReLU, k = 3, 3 hops, App. C.3 and D; the hops enumerated, as
+              `attention.grf_asym` reads App. C.3's 27 repelling walks) on the k-NN graph of
               x^{t-1}, rebuilt inside every call (blocked, `attention.graphs.batch_knn_graph`),
               once per call and shared by the local blocks (`grf_asym`'s `neighbors` input;
               the MP blocks use the same graph, with k = `mp_k`).
@@ -41,7 +44,7 @@ from flax import nnx
 import attention.grf_asym  # noqa: F401  (registers "grf_asym")
 from attention import graphs
 from attnbench.nn import layers
-from pointcloud import dynamics
+from pointcloud.data import dynamics
 
 __all__ = ["MODELS", "Interlacer", "KnnMessagePassing", "input_features", "IN_FEATURES"]
 
@@ -95,7 +98,7 @@ class Interlacer(nnx.Module):
     Args:
       kind: "unmasked" | "mp" | "grf".
       num_layers, dim, mlp_dim, num_heads: blocks, width, MLP width, heads of the linear
-        attention blocks (the GRF blocks are single-head [E4]).
+        attention blocks (the GRF blocks are single-head, GRF App. C.3).
       global_attention: the linear blocks' mechanism config (`{"name": "linear", ...}`).
       local_attention: the GRF blocks' mechanism config (`{"name": "grf_asym", ...}`).
       mp_k, mp_reduce: neighbours and reduction of the message-passing blocks.

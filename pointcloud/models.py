@@ -1,24 +1,25 @@
 """Point-cloud models: a point Transformer with any attention, and the PointNet and DGCNN
 baselines that SAMSA's Table 5 times against it.
 
-Point Transformer (SAMSA Sec. 5, Tables 7-8; notes samsa.md Sec. 1.4, 2.2 (c)(d)): every point
-is a token. Its 6 input features (xyz and the surface normal) go through one linear layer
-("points with normals (6-d) -> linear", notes 1.4), with no positional encoding (none is stated;
-the points' order is arbitrary), then the backbone named by `model_cfg.encoder`
-(`attnbench.nn.backbones`): "samsa" (SAMSA's pre-RMSNorm blocks with the shared zero-initialised
-residual scale; `attn=softmax` gives the paper's full-attention row in the same blocks) or
-"transformer" (the pre-LN encoder with any registered mechanism). The point coordinates are
-passed to every attention layer as the `coords` input, so a mechanism that builds a k-NN graph
-(`grf` with `graph="knn"`) masks attention on the graph of the cloud, rebuilt per call.
+Point Transformer (SAMSA, arXiv 2408.05391, Sec. 4.4 and 5, App. B, Tables 7-8): every point
+is a token. Its 6 input features (xyz and the surface normal: App. B's "points with normals")
+go through one linear layer (our reading; the paper names no point embedding), with no
+positional encoding (none is stated; the points' order is arbitrary), then the backbone named
+by `model_cfg.encoder` (`attnbench.nn.backbones`): "samsa" (SAMSA's pre-RMSNorm blocks with the
+shared zero-initialised residual scale; `attn=softmax` gives the paper's full-attention row in
+the same blocks) or "transformer" (the pre-LN encoder with any registered mechanism). The point
+coordinates are passed to every attention layer as the `coords` input, so a mechanism that
+builds a k-NN graph (`grf` with `graph="knn"`) masks attention on the graph of the cloud,
+rebuilt per call.
 
   * `PointClassifier`: readout over the points (`model_cfg.readout`: "mean", "max" or
     "attention", the authors' head pooling: softmax over the points of Linear(dim, 1), with the
-    padding masked, which their snapshot's `+(1-mask)*1e-9` does not do; notes 1.4), then
-    Linear(dim, classes) (their heads are one Linear after pooling).
+    padding masked, which their code's `+(1-mask)*1e-9` does not do: GitHub HySonLab/SAMSA,
+    its head modules), then Linear(dim, classes) (their heads are one Linear after pooling).
   * `PointSegmenter`: per-point Linear(dim, parts) (their segmentation head). The object
     category is an input (a learned embedding added to every point's token), as PointNet's and
     DGCNN's part-segmentation networks take the one-hot category; SAMSA does not say whether it
-    does (notes 2.2 (d)).
+    does.
 
 Baselines (classification only; Table 5 times classification):
   * `PointNet` (Qi et al. 2017, arXiv 1612.00593, Sec. 4 and App. C): input transform (a
@@ -36,7 +37,7 @@ Baselines (classification only; Table 5 times classification):
     512-256 with dropout 0.5 -> classes.
   Deliberate differences, both baselines: LayerNorm over channels where the originals use
   BatchNorm (the trainer keeps non-trained arrays constant through a step, so BatchNorm's
-  running statistics could not be updated; `graphs.gps` makes the same choice), and no
+  running statistics could not be updated; `graphs.backbones.gps` makes the same choice), and no
   segmentation variants (Table 5 and the issue's baselines are classification).
 
 Inputs: `points [B, N, C]` float (C = 3 or 6: xyz, then normals), optional `mask [B, N]` (True

@@ -1,9 +1,10 @@
 """Issue 16's scaling target, measured: k-NN graphs and asymmetric GRF attention from 4k to 32k
-points (GRF paper, HD-VPD at N = 32,768; notes `grf_masking.md` E4 and the Fig. 4/5 substitute
-paragraph: "a forward/backward timing and memory test at N = 32768").
+points (GRF, arXiv 2410.03462: HD-VPD's point clouds have N = 32,768 particles, Sec. 4 and App.
+C.3; a forward/backward timing and memory test at that N is our substitute for Figs. 4-5, whose
+robot data is not public).
 
-What is timed (`measure`), each (what, N) in its own subprocess (`python -m pointcloud.scaling
---worker ...`) so that its peak memory is its own:
+What is timed (`measure`), each (what, N) in its own subprocess
+(`python -m pointcloud.scaling --worker ...`) so that its peak memory is its own:
   knn_k{3,16}       `attention.graphs.batch_knn_graph` of one random cloud `[1, N, 3]`, jitted.
                     It is blocked brute force: O(N^2) distance work (a `chunk` x N block at a
                     time, so O(chunk N) memory), so its time grows quadratically; the issue asks

@@ -55,7 +55,7 @@ def markdown(rec: dict) -> str:
         "",
         "The paper's LapPE and RWPE seconds are quoted from the LRGB paper (other hardware, "
         "their implementation); its SAMSA epoch is the authors' A100. Ours are one process on "
-        "the device above: the encodings as `graphs.positional.encode` computes them (batched "
+        "the device above: the encodings as `graphs.data.positional.encode` computes them (batched "
         "eigendecompositions per graph size, one BLAS thread), the epoch as the trainer's "
         "jitted step. Reproduce: `python -m scripts.graph_pe_timing`.",
     ]

@@ -13,13 +13,14 @@ One model for the papers' image tables; `config.model.encoder` names the backbon
                global average pooling (`pool="mean"`), learned positions (`positions="learned"`,
                one per token, class token included), the shared pre-LN encoder with any
                registered mechanism, its final LayerNorm and a linear head.
-  swin         Swin (Liu et al. 2021, `vision.swin`): the patch embedding is followed by a
-               LayerNorm and no class token or absolute positions; the hierarchical encoder
-               ends in a LayerNorm, then global average pooling and the linear head.
-  cait         CaiT (Touvron et al. 2021b, `vision.cait`): learned positions on the patches,
-               self-attention blocks with LayerScale, then the encoder's own class token
-               through class-attention blocks; a final LayerNorm; the head reads the class
-               token (`pool="cls"`).
+  swin         Swin (Liu et al. 2021, `vision.backbones.swin`): the patch embedding is
+               followed by a LayerNorm and no class token or absolute positions; the
+               hierarchical encoder ends in a LayerNorm, then global average pooling and the
+               linear head.
+  cait         CaiT (Touvron et al. 2021b, `vision.backbones.cait`): learned positions on the
+               patches, self-attention blocks with LayerScale, then the encoder's own class
+               token through class-attention blocks; a final LayerNorm; the head reads the
+               class token (`pool="cls"`).
 
 Graph-structured mechanisms see the grid of patches: GRF masks over the 2-D grid graph of the
 patches (`graph="grid"`, the class token linked to every patch; `configs/vision/common.py` sets
@@ -36,7 +37,7 @@ import ml_collections
 from flax import nnx
 
 from attnbench.nn import backbones, layers
-from vision import cait, swin  # noqa: F401  (register the "cait" and "swin" backbones)
+from vision.backbones import cait, swin  # noqa: F401  (register the "cait" and "swin" backbones)
 
 __all__ = ["grid_shape", "num_tokens", "ImageClassifier"]
 

@@ -30,6 +30,7 @@ import numpy as np
 from attention import kernels
 from attnbench import config as config_lib
 from attnbench import errors, io, tasks, validate
+from attnbench import steps as steps_lib  # `steps` is measure()'s count of timed steps
 from attnbench.bench import attention as bench_attention
 from attnbench.launch import isolate
 
@@ -97,7 +98,7 @@ def measure(
         "compile_s": None,
         "skipped": None,
     }
-    built = steps.setup(task, config)
+    built = steps_lib.setup(task, config)
     state = built.state
     example = jax.device_put(task.example_batch(config, batch), built.batch_sharding)
     t0 = time.perf_counter()

@@ -1,6 +1,6 @@
 """The SAMSA encoder (Lenhat et al., arXiv 2408.05391, §4.4 and Algorithm 1): pre-RMSNorm
 blocks whose residual branches are scaled by ONE zero-initialised learnable scalar shared by
-every layer and both branches (ReZero with sharing; the authors' code, notes §1.4):
+every layer and both branches (ReZero with sharing; §4.4, as the authors' code does):
 
     x <- x + alpha * DropPath(W_o Attention(RMSNorm(x); scores from x))
     x <- x + alpha * DropPath(FFN(RMSNorm(x)))

@@ -8,8 +8,8 @@ import ml_collections
 
 from configs import common
 
-# The OGB feature sizes of graphs.featurize (atom_feature_dims / bond_feature_dims), written
-# out so the config needs no RDKit; tests check them against graphs.featurize.
+# The OGB feature sizes of graphs.data.featurize (atom_feature_dims / bond_feature_dims), written
+# out so the config needs no RDKit; tests check them against graphs.data.featurize.
 ATOM_DIMS = (119, 5, 12, 12, 10, 6, 6, 2, 2)
 BOND_DIMS = (5, 6, 2)
 # ZINC-12k's own features (benchmarking-gnns): one atom-type feature (28 types) and one bond
@@ -27,7 +27,7 @@ def data(source: str = "standin", **fields) -> ml_collections.ConfigDict:
     d.dir = ""  # data root: official files / the stand-in's cache ($ATTNBENCH_DATA default)
     d.seed = 0  # the stand-in's sampling seed
     d.max_nodes = 40  # largest node bucket; larger graphs are an error naming them
-    # Node buckets below max_nodes; () = graphs.batching.NODE_BUCKETS (steps of 4 up to 64,
+    # Node buckets below max_nodes; () = graphs.data.batching.NODE_BUCKETS (steps of 4 up to 64,
     # then 16). Edge buckets are `edge_factor` x the node buckets.
     d.node_buckets = ()
     d.edge_factor = 4
@@ -46,7 +46,7 @@ def graphormer_model(layout: str) -> ml_collections.ConfigDict:
             Graphormer v1.0 `model.py` non-ZINC branch: OGB feature tables of 512 rows per
             feature, 512-row degree / spatial tables, 128 hop matrices)."""
     m = ml_collections.ConfigDict()
-    m.encoder = "graphormer"  # graphs/graphormer.py
+    m.encoder = "graphormer"  # graphs/backbones/graphormer.py
     m.dropout = 0.1  # [zinc.sh] / [commands.txt] --dropout_rate 0.1
     m.input_dropout = 0.1  # [model.py] intput_dropout_rate default 0.1
     m.dtype = "auto"  # fp16 in both codes -> bfloat16 on accelerators, float32 on CPU
@@ -95,15 +95,16 @@ def graphormer_optim(c, *, warmup: int, total: int, weight_decay: float = 0.01) 
 
 
 def gps_model(layout: str) -> ml_collections.ConfigDict:
-    """GPS's model section (graphs/gps.py), GraphGPS's configs (`rampasek/GraphGPS`
+    """GPS's model section (graphs/backbones/gps.py), GraphGPS's configs (`rampasek/GraphGPS`
     `configs/GPS/peptides-{func,struct}-GPS.yaml`, `zinc-GPS+RWSE.yaml`; [gps] below):
       "peptides": 4 layers, 96 wide, 4 heads, GatedGCN + Transformer, LapPE (DeepSet, 10
                   eigenvectors of L = D - A, 16 dims, 2 layers), mean pooling;
       "zinc":     10 layers, 64 wide, 4 heads, GINE + Transformer, RWSE (20 steps, 28 dims),
                   sum pooling, the 3-layer "san_graph" head (64 -> 32 -> 16 -> 1).
-    BatchNorm is LayerNorm here (graphs/gps.py: the trainer keeps no running statistics)."""
+    BatchNorm is LayerNorm here (graphs/backbones/gps.py: the trainer keeps no running
+    statistics)."""
     m = ml_collections.ConfigDict()
-    m.encoder = "gps"  # graphs/gps.py
+    m.encoder = "gps"  # graphs/backbones/gps.py
     m.dropout = 0.0  # [gps] gt.dropout 0.0 (attention dropout 0.5: config.attention)
     m.dtype = "auto"
     m.atom_dims = ATOM_DIMS
@@ -112,7 +113,7 @@ def gps_model(layout: str) -> ml_collections.ConfigDict:
     m.ensemble_seed = 0
     if layout == "peptides":
         m.num_layers, m.dim, m.qkv_dim, m.num_heads = 4, 96, 96, 4  # [gps] gt.layers 4, dim 96
-        m.mlp_dim = 192  # GPS's FFN is 2 x dim (graphs/gps.py)
+        m.mlp_dim = 192  # GPS's FFN is 2 x dim (graphs/backbones/gps.py)
         m.mpnn = "gatedgcn"  # [gps] gt.layer_type GatedGCN+Transformer
         m.lap_k, m.lap_dim, m.lap_layers = 10, 16, 2  # [gps] posenc_LapPE: max_freqs 10, dim 16
         m.rw_steps, m.rwse_dim = 20, 0

@@ -23,8 +23,9 @@ Config argument (comma-separated `key=value`):
                               (SSA Table 5: 50); 0 = one dense pass ("renormalized")
 
 Sources, cited below: [commands.txt] / [model.py] the Sliceformer authors' Graphormer fork
-(DaShenZi721/sliceformer `Graphormer/`, Graphormer v1.0); [gfsa] GFSA App. O (notes gfsa.md
-§2.4); [ssa] SSA §4.3 / App. B.3 and the EGT PCQM4M small config (notes ssa.md §2.5).
+(DaShenZi721/sliceformer `Graphormer/`, Graphormer v1.0); [gfsa] GFSA (arXiv 2312.04234)
+App. O.1; [ssa] SSA (arXiv 2306.01705) §4.3 / App. B.3 and the EGT PCQM4M small config
+(shamim-hussain/egt `configs/main/pcqm4m/egt_small.json`).
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def _egt(c, args) -> None:
     4 virtual nodes, distances up to 16 hops, dropout 0.1, lr 2e-4, batch 128, warm-up 60k,
     1M steps. SSA: no attention dropout."""
     m = ml_collections.ConfigDict()
-    m.encoder = "egt"  # graphs/egt.py (field meanings in its `egt` builder)
+    m.encoder = "egt"  # graphs/backbones/egt.py (field meanings in its `egt` builder)
     m.egt_variant = "simple"  # [ssa] "EGT-Simple": edges reduced to an attention bias
     m.num_layers = 6  # [ssa] 6 layers
     m.dim = 512  # [egt_small.json] node width 512

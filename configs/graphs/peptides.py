@@ -19,9 +19,9 @@ Config argument (comma-separated `key=value`):
     attn=<mechanism>          softmax for the full-attention row, or any mechanism
 
 Sources, cited below: [paper] SAMSA (Lenhat et al., arXiv 2408.05391) Tables 7 and 8 and
-App. B (notes samsa.md §2); [arch] the authors' Graph-Bridge architecture file (d_rf 128,
-temperature 1.0, no attention dropout; graphs/graph_bridge.py's docstring); [lrgb] the LRGB
-release (Dwivedi et al. 2022).
+App. B; [arch] the authors' Graph-Bridge architecture file (d_rf 128, temperature 1.0, no
+attention dropout; graphs/backbones/graph_bridge.py's docstring); [lrgb] the LRGB release
+(Dwivedi et al. 2022).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.preset = args.preset
     c.data = graph_common.data(
         args.source,
-        # standin only: generated peptides (graphs.peptides_like: 70/15/15 split, as LRGB's)
+        # standin only: generated peptides (graphs.data.peptides.load: 70/15/15 split, as LRGB's)
         num_peptides=360,  # ~10 minutes of conformers on 2 cores at LRGB's sizes
         peptide_lengths=(6, 30),  # residues, uniform: ~151 heavy atoms on average, as LRGB
         max_nodes=448,  # [lrgb] the largest peptide has 444 heavy atoms
@@ -121,7 +121,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
 
 def _model(kind: str) -> ml_collections.ConfigDict:
     m = ml_collections.ConfigDict()
-    m.encoder = "graph_bridge"  # graphs/graph_bridge.py
+    m.encoder = "graph_bridge"  # graphs/backbones/graph_bridge.py
     m.num_layers = 24  # [paper] Table 8: n_depth 24
     m.dim = 128  # [paper] Table 8: d_model 128
     m.qkv_dim = 128

@@ -21,13 +21,14 @@ Override any field from the command line, e.g. `--config.model.num_layers=4`.
 
 Data: `source=official` reads ZINC-12k (one atom-type and one bond-type feature, in the
 authors' 64-row tables; target `logP_SA_cycle_normalized`). `source=standin` (default) is the
-offline ZINC-like set of `graphs.zinc_like` (MOSES SMILES from `pip install --no-deps
+offline ZINC-like set of `graphs.data.zinc.load` (MOSES SMILES from `pip install --no-deps
 molsets==0.3.1`, or `config.data.source_file`), with OGB's 9 atom / 3 bond features. Summaries
 label it `standin`; its MAE is not comparable with the paper's 0.1240 / 0.1189.
 
-Sources: GFSA paper App. O (shared/papers/notes/gfsa.md §2.4) and the authors' ZINC script
-`Graph/Graph_ZINC/examples/benchmarking-gnns/zinc.sh` and `graphormer/model.py` (Graphormer
-v1.0 with GFSA), cited as [paper] and [zinc.sh] / [model.py] below.
+Sources: GFSA paper (arXiv 2312.04234) App. O.1 and the authors' ZINC script
+(jeongwhanchoi/GFSA `Graph/Graph_ZINC/examples/benchmarking-gnns/zinc.sh`) and
+`graphormer/model.py` (Graphormer v1.0 with GFSA), cited as [paper] and [zinc.sh] / [model.py]
+below.
 """
 
 from __future__ import annotations

@@ -16,19 +16,20 @@ Config argument (comma-separated `key=value`):
     ft=1                        +FT: the last 10% of the steps with dense attention
     ensemble=S                  also evaluate a self-ensemble of S subsampled passes
                                 (metrics `*_ensemble`; not in the paper's Table 2)
-    attn=<mechanism>            any mechanism with causal support (`language.decoder`)
+    attn=<mechanism>            any mechanism with causal support (`language.backbones.decoder`)
 
 Images are sequences of sub-pixel values (vocabulary 256) after a start symbol. SSA trains
 with Distribution Augmentation (Jun et al. 2020) instead of dropout without saying which
-functions; the recipe takes rotation and transposition (`language.distaug`: the eight
+functions; the recipe takes rotation and transposition (`language.data.distaug`: the eight
 symmetries of the square, each drawn uniformly, the model conditioned through one start symbol
 per symmetry, evaluation on the identity), `--config.data.distaug=""` turns it off. So the
 decoder embeds 256 + 8 symbols (`language.tasks`): the paper preset has 202,590,336
-parameters, SSA's 203M (tests/language/test_decoder.py's 202,573,952 for 256 symbols, plus 8
+parameters, SSA's 203M (tests/language/test_models.py's 202,573,952 for 256 symbols, plus 8
 start symbols' embedding and output rows, 8 x 2 x 1,024). Without DistAug: 202,576,000.
 
-Sources, cited below: [ssa] SSA Sec. 4.2 and App. B.2 (notes ssa.md §2.3); the widths are the
-language models' ("similar architectural and hyperparameter settings"; notes ssa.md §2.1).
+Sources, cited below: [ssa] SSA (arXiv:2306.01705) Sec. 4.2 and App. B.2; the widths are the
+language models' (App. B.2: "similar architectural and hyperparameter settings" as the language
+models of App. B.1, whose widths are fairseq's `transformer_lm_wiki103`: see enwik8.py).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import ml_collections
 
 from configs import common
 from configs.language import common as lm
-from language import corpora
+from language.data import corpora
 
 SSA_ROWS = ("S16-L4",)
 # (rows, cols, channels) of a sequence: CIFAR-10 sub-pixels, Fashion-MNIST pixels
@@ -124,7 +125,7 @@ def _model(grid: tuple[int, int, int]) -> ml_collections.ConfigDict:
     m.gelu = "erf"  # as the language models
     m.final_norm = True  # as the Enwik8 model (the 203M count has it)
     m.input = "embedding"
-    m.output = "untied"  # 203M reads as untied (tests/language/test_decoder.py)
+    m.output = "untied"  # 203M reads as untied (tests/language/test_models.py)
     m.scale_embedding = True
     m.attention_layers = ()  # every block uses config.attention
     m.dtype = "auto"

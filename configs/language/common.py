@@ -1,7 +1,8 @@
 """Pieces shared by SSA's autoregressive recipes (`wikitext103.py`, `enwik8.py`, `cifar10.py`):
 the `ssa=`, `sampling=`, `ft=` and `ensemble=` arguments, SSA's attention section, and the
-self-ensemble's evaluator. Sources: [ssa] SSA Sec. 3.5, 4.1, 4.2, App. B (notes ssa.md §1.4,
-§2.1-2.3); [fairseq] the `transformer_lm_wiki103` architecture the decoders are built on.
+self-ensemble's evaluator. Sources: [ssa] SSA (arXiv:2306.01705) Sec. 3.5, 4.1, 4.2, App. B;
+[fairseq] the `transformer_lm_wiki103` architecture the decoders are built on (GitHub
+ofirpress/attention_with_linear_biases, `fairseq/models/transformer_lm.py`).
 """
 
 from __future__ import annotations

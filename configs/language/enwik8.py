@@ -20,10 +20,14 @@ Config argument (comma-separated `key=value`):
                                 50): metrics `*_ensemble` beside the dense ("renormalized") ones;
                                 without ssa= (Table 4's S0): a densely trained model whose
                                 ensemble passes sample as S16-L4
-    attn=<mechanism>            any mechanism with causal support (`language.decoder`), e.g. gfsa
+    attn=<mechanism>            any mechanism with causal support (`language.backbones.decoder`),
+                                e.g. gfsa
 
-Sources, cited below: [ssa] SSA App. B.1 and Sec. 4.1 (notes ssa.md §1.4, §2.2); [fairseq] the
-`transformer_lm_wiki103` architecture SSA's decoder is built on (notes ssa.md §2.1).
+Sources, cited below: [ssa] SSA (arXiv:2306.01705) App. B.1 and Sec. 4.1; [fairseq] the
+`transformer_lm_wiki103` architecture SSA's decoder is built on (App. B.1: Press et al.'s
+16-layer decoder, run with fairseq; its settings, which SSA does not restate, are those of
+Press et al.'s ALiBi fork of fairseq, GitHub ofirpress/attention_with_linear_biases,
+`fairseq/models/transformer_lm.py`).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import ml_collections
 
 from configs import common
 from configs.language import common as lm
-from language import corpora
+from language.data import corpora
 
 SSA_ROWS = ("S16-L2", "S16-L4", "S12-L4")  # [ssa] Tables 1, 4
 

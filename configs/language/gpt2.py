@@ -28,9 +28,11 @@ Config argument (comma-separated `key=value`):
     order=K                     GFSA's K (default 0: the paper's K for the dataset, below)
     even=1                      GFSA_even (Table 37): GFSA in the even-numbered layers only
 
-Sources, cited below: [gfsa] GFSA App. L and the authors' GPT-2 scripts (notes gfsa.md §2.2 and
-the K table of §1.5); [hf] Hugging Face `run_clm.py`, which the authors' code runs (AdamW
-defaults, no warm-up, blocks of 1,024 tokens).
+Sources, cited below: [gfsa] GFSA (arXiv:2312.04234) Sec. 5.2, App. L and Table 11, and the
+authors' GPT-2 scripts (GitHub jeongwhanchoi/GFSA, `NLP/`: `run_clm_no_trainer.py` and the
+scripts that run it, which set K per dataset, weight decay 0, no warm-up and seed 2023); [hf]
+Hugging Face `run_clm.py`, which the authors' code runs (AdamW defaults, no warm-up, blocks of
+1,024 tokens).
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ import ml_collections
 from attnbench import config as config_lib
 from attnbench.data import cache
 from configs import common
-from language import corpora, gpt2
+from language import gpt2
+from language.data import corpora
 
 DATASETS = ("ptb", "wikitext-2", "wikitext-103")
 # [gfsa] K per dataset (the authors' scripts; PTB 7/8/9 tie in Table 11, the script uses 7)

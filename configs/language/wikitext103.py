@@ -23,15 +23,18 @@ Config argument (comma-separated `key=value`):
                                 50), metrics `*_ensemble`; without ssa= (S0, the dense model)
                                 the passes use locally biased SSA with 4 windows in every layer,
                                 the model training densely throughout (Table 4's S0 row)
-    attn=<mechanism>            any mechanism with causal support (`language.decoder`)
+    attn=<mechanism>            any mechanism with causal support (`language.backbones.decoder`)
 
 The paper preset on the stand-in: the stand-in is bytes (vocabulary 256), so with
 `source=standin` every preset uses a plain byte embedding and an untied head (`input=embedding`,
 `output=untied`) instead of the adaptive input / softmax, which need a word vocabulary.
 
-Sources, cited below: [ssa] SSA App. B.1 and Sec. 4.1 (notes ssa.md §2.1); [fairseq] the
-`transformer_lm_wiki103` architecture SSA's decoder is built on (notes ssa.md §2.1 [external]);
-[corpora] `language.corpora`'s dictionary rule (fairseq's, padded to a multiple of 8).
+Sources, cited below: [ssa] SSA (arXiv:2306.01705) App. B.1 and Sec. 4.1; [fairseq] the
+`transformer_lm_wiki103` architecture SSA's decoder is built on (App. B.1: Press et al.'s
+16-layer decoder, run with fairseq; its settings, which SSA does not restate, are those of
+Press et al.'s ALiBi fork of fairseq, GitHub ofirpress/attention_with_linear_biases,
+`fairseq/models/transformer_lm.py`); [tokenizers] `language.data.tokenizers`' dictionary rule
+(fairseq's, padded to a multiple of 8).
 """
 
 from __future__ import annotations
@@ -40,11 +43,11 @@ import ml_collections
 
 from configs import common
 from configs.language import common as lm
-from language import corpora
+from language.data import corpora
 
 SSA_ROWS = ("S16-L2", "S16-L4", "S16-L6", "S16-L8", "S12-L4", "S12-L8")
-# [corpora] 4 specials + the published vocabulary less <unk>, padded to a multiple of 8:
-# WikiText-103 267,735 types -> 267,744 (tests/language/test_decoder.py's 246,933,504 params);
+# [tokenizers] 4 specials + the published vocabulary less <unk>, padded to a multiple of 8:
+# WikiText-103 267,735 types -> 267,744 (tests/language/test_models.py's 246,933,504 params);
 # WikiText-2 33,278 types -> 33,288 [derived from the published type count, not re-counted]
 VOCAB = {"wikitext-103": 267_744, "wikitext-2": 33_288}
 # [fairseq] adaptive cutoffs 20000,60000 (wiki103); WikiText-2's 33,288 words take the first

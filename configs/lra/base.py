@@ -4,15 +4,18 @@ SAMSA's per-task numbers as the table SAMSA_TABLE8). The domain-independent help
 the config argument, `attn=`, the scaled presets) are in configs/common.py.
 
 Recipes (`model=` in the config argument):
-  transformer  the LRA base recipe of the task (Tay et al. 2021, the released configs; read in
-               shared/papers/notes/peer_code.md §1); `attn=` swaps the mechanism, which is how
-               the LRA baselines (linear, performer, linformer, local, ...) are run.
-  samsa        SAMSA (Lenhat et al. 2024) Tables 7-8: its pre-RMSNorm encoder with sampled
-               keys/values; `k=` and `mode=hard|soft` pick the Table 1 column.
-  sliceformer  Sliceformer (Yuan et al. 2023): the per-task configs of the authors' LRA fork
-               (shared/papers/notes/sliceformer.md §2.1, peer_code.md §2).
-  gfsa         GFSA (Choi et al. 2024) App. U / Table 40: "Efficient Attention + GFSA" in the
-               LRA base Transformer (the paper gives no model sizes; we keep the base recipe).
+  transformer  the LRA base recipe of the task (Tay et al. 2021, arXiv 2011.04006; the released
+               configs, google-research/long-range-arena lra_benchmarks/<task>/configs/);
+               `attn=` swaps the mechanism, which is how the LRA baselines (linear, performer,
+               linformer, local, ...) are run.
+  samsa        SAMSA (Lenhat et al. 2024, arXiv 2408.05391) Tables 7-8: its pre-RMSNorm encoder
+               with sampled keys/values; `k=` and `mode=hard|soft` pick the Table 1 column.
+  sliceformer  Sliceformer (Yuan et al. 2023, arXiv 2310.17683): the per-task configs of the
+               authors' LRA fork (DaShenZi721/sliceformer
+               LRA/lra_benchmarks/<task>/configs/sliceformer_base.py).
+  gfsa         GFSA (Choi et al. 2024, arXiv 2312.04234) App. U / Table 40: "Efficient
+               Attention + GFSA" in the LRA base Transformer (the paper gives no model sizes;
+               we keep the base recipe).
 """
 
 from __future__ import annotations
@@ -129,7 +132,9 @@ RECIPE_ATTENTION = {"transformer": "softmax", "sliceformer": "sliceformer", "gfs
 
 def sliceformer_fork(c, *, seed: int = 3) -> None:
     """What the Sliceformer authors' LRA fork changes beyond its config numbers: its random
-    seed (3; 2 for CIFAR) and sorting over padding too (`ignore_mask`, sliceformer.md §1.6)."""
+    seed (3; 2 for CIFAR: `random_seed` in its base configs) and sorting over padding too
+    (`ignore_mask`: the attention function of DaShenZi721/sliceformer
+    LRA/lra_benchmarks/models/sliceformer/sliceformer.py ignores the padding mask)."""
     c.seed = seed
     c.attention.ignore_mask = True
 
@@ -160,7 +165,8 @@ def samsa(c, *, train_examples: int, k: int, mode: str, drop_path: float = 0.0) 
     in Table 8), sinusoidal positions; `k` sampled tokens per head (0: 128, Table 1's smallest
     column) with sampler `mode`. Every LRA row here runs with `drop_path` 0.
 
-    Pooling is not in the paper or the authors' snapshot (notes §1.4): we mean-pool."""
+    Pooling is not in the paper, nor in the authors' code (HySonLab/SAMSA) as far as we could
+    read it: we mean-pool."""
     t, row = SAMSA_TRAIN, SAMSA_TABLE8[c.task]
     c.batch_size = c.eval_batch_size = t["batch"]
     c.total_steps = t["epochs"] * train_examples // t["batch"]
@@ -178,10 +184,11 @@ def samsa(c, *, train_examples: int, k: int, mode: str, drop_path: float = 0.0) 
     m.dropout, m.drop_path = row["dropout"], drop_path
     m.pool, m.positions = "mean", "sinusoidal"
     # Mixed precision on accelerators: SAMSA's attention is FlashAttention (§4.4 "we integrate
-    # flash attention", Algorithm 1 line 15; the flash-attn package in the authors' PyTorch
-    # code, notes §4), whose kernels take only fp16/bf16 inputs. Which of the two and the
-    # precision of the rest of the model are not stated: bfloat16 here, the accelerator
-    # default that needs no loss scaling; float32 on CPU. The scaled presets keep float32.
+    # flash attention", Algorithm 1 line 15; the flash-attn package is a dependency of the
+    # authors' PyTorch code, HySonLab/SAMSA), whose kernels take only fp16/bf16 inputs. Which
+    # of the two and the precision of the rest of the model are not stated: bfloat16 here, the
+    # accelerator default that needs no loss scaling; float32 on CPU. The scaled presets keep
+    # float32.
     m.dtype = "auto"
     c.attention = common.attention_config("samsa", k=k or 128, mode=mode)
 

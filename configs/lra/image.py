@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from configs import common
 from configs.lra import base
-from lra import image
+from lra.data import image
 
 TRAIN_EXAMPLES = 45_000  # LRA's train[:90%] of CIFAR-10, for epoch-based recipes
 
@@ -69,7 +69,8 @@ def get_config(arg: str | None = None):
             eval_every=175,  # LRA evaluates once per epoch
         )
     elif args.model == "sliceformer":
-        # Sliceformer fork image/configs/cifar10/sliceformer_base.py (sliceformer.md §2.1).
+        # The Sliceformer authors' LRA fork: DaShenZi721/sliceformer
+        # LRA/lra_benchmarks/image/configs/cifar10/sliceformer_base.py.
         base.transformer(
             c,
             attn="sliceformer",

@@ -56,8 +56,8 @@ def get_config(arg: str | None = None):
     args = base.parse(arg)
     c = base.new("lra.listops", _data(), args.preset)
     if args.model in ("transformer", "sliceformer", "gfsa"):
-        # The LRA base recipe: lra_benchmarks/listops/configs/base_listops_config.py and
-        # models/transformer (Tay et al. 2021), as read in shared/papers/notes/peer_code.md §1.
+        # The LRA base recipe (Tay et al. 2021, arXiv 2011.04006), google-research/long-range-arena
+        # lra_benchmarks/listops/configs/base_listops_config.py and models/transformer.
         # Sliceformer's fork keeps it for ListOps (seed 3); GFSA App. U / Table 40 runs
         # "Efficient Attention + GFSA" on ListOps without giving sizes, so it uses it too.
         base.transformer(

@@ -25,7 +25,7 @@ from __future__ import annotations
 from attnbench import config as config_lib
 from configs import common
 from configs.lra import base
-from lra import pathfinder
+from lra.data import pathfinder
 
 TRAIN_EXAMPLES = 160_000  # LRA Pathfinder train[:80%], for epoch-based recipes
 
@@ -126,8 +126,9 @@ def get_config(arg: str | None = None):
         )
         c.optimizer.grad_clip_norm = 1.0  # Path-X clips the gradient norm (LRA)
     elif args.model == "sliceformer":
-        # Sliceformer fork image/configs/pathfinder32/sliceformer_base.py (sliceformer.md §2.1);
-        # the fork's Path-X reused it ("FAIL" in its Table 2).
+        # The Sliceformer authors' LRA fork: DaShenZi721/sliceformer
+        # LRA/lra_benchmarks/image/configs/pathfinder32/sliceformer_base.py; the fork's Path-X
+        # reused it ("FAIL" in Sliceformer's Table 2, arXiv 2310.17683).
         base.transformer(
             c,
             attn="sliceformer",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from configs import common
 from configs.lra import base
-from lra import retrieval
+from lra.data import retrieval
 
 TRAIN_EXAMPLES = 147_086  # AAN train pairs (LRA), for epoch-based recipes
 

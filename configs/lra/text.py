@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from configs import common
 from configs.lra import base
-from lra import text
+from lra.data import text
 
 TRAIN_EXAMPLES = 25_000  # IMDB train reviews (for epoch-based recipes)
 

@@ -1,10 +1,10 @@
 """Pieces shared by the point-cloud recipes (`modelnet40.py`, `shapenetpart.py`): the data
 section and SAMSA's point-cloud recipe (Tables 7 and 8), each number commented with its source.
 
-Sources: [paper] SAMSA (Lenhat et al., arXiv 2408.05391) App. B, Tables 7 and 8 (notes
-samsa.md Sec. 2.1, 2.2 (c)(d)); [code] the authors' snapshot as the notes describe it (heads,
-pooling); [pn2] the PointNet++ data release the authors' README points to
-(modelnet40_normal_resampled, yanx27/Pointnet_Pointnet2_pytorch).
+Sources: [paper] SAMSA (Lenhat et al., arXiv 2408.05391) App. A and B, Tables 7 and 8; [code]
+the authors' code, GitHub HySonLab/SAMSA (its heads: the pooling); [pn2] the PointNet++ data
+release the authors' README points to (modelnet40_normal_resampled,
+yanx27/Pointnet_Pointnet2_pytorch).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def samsa_model(num_layers: int) -> ml_collections.ConfigDict:
     m.encoder = "samsa"  # attnbench.nn.samsa_block: pre-RMSNorm, shared zero-init residual scale
     m.num_layers = num_layers
     m.dim = 256
-    m.qkv_dim = 256  # no d_attention column in Table 8: d_attention = d_model (notes 2.1)
+    m.qkv_dim = 256  # no d_attention column in Table 8: d_attention = d_model (our reading)
     m.mlp_dim = 768
     m.num_heads = 8
     m.dropout = 0.1

@@ -67,6 +67,6 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
 def _classes(source: str) -> int:
     if source == "official":
         return 40  # [mn40]
-    from pointcloud import shapes
+    from pointcloud.data import shapes
 
     return len(shapes.CLASSES)

@@ -35,7 +35,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.preset = args.preset
     parts = _parts(args.source)
     # [paper] "initial 2,500 point-normal without any change" (clouds with fewer points are
-    # padded and masked, larger ones sampled: pointcloud.data)
+    # padded and masked, larger ones sampled: pointcloud.data.shapenetpart)
     c.data = pc.data(
         "shapenetpart",
         args.source,
@@ -48,8 +48,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     pc.attention(c, args)
     c.seed = 0
     pc.samsa_training(c, train_examples=TRAIN_SHAPES, epochs=600)  # [paper] Table 7: 600
-    # Table 1's "IoU" is the instance mIoU (its full-attention 85.1 is PointBERT's instance
-    # mIoU, notes 2.2 (d)); the class mIoU is reported beside it.
+    # Table 1's "IoU" is the instance mIoU (our reading: its full-attention 85.1, PointBERT's by
+    # Table 1's caption, is PointBERT's instance mIoU); the class mIoU is reported beside it.
     c.best_metric, c.best_mode = "instance_miou", "max"
     c.evals.seg = ml_collections.ConfigDict(
         {
@@ -70,9 +70,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
 
 def _parts(source: str):
     if source == "official":
-        from pointcloud import official
+        from pointcloud.data import shapenetpart
 
-        return official.SHAPENET_PARTS_PER_CATEGORY
-    from pointcloud import shapes
+        return shapenetpart.SHAPENET_PARTS_PER_CATEGORY
+    from pointcloud.data import shapes
 
     return shapes.PARTS_PER_CATEGORY

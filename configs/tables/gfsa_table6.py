@@ -2,7 +2,8 @@
 CIFAR10 / ZINC and OGB molhiv / moltox21 (mean +/- std).
 
 Numbers: GFSA (arXiv 2312.04234) Table 6. AP, accuracy and ROC-AUC are printed as fractions. The GPS
-rows' Peptides and ZINC cells train GraphGPS's recipes (graphs/gps.py; configs/graphs/peptides.py
+rows' Peptides and ZINC cells train GraphGPS's recipes
+(graphs/backbones/gps.py; configs/graphs/peptides.py
 and zinc.py with `model=gps`, `attn=gfsa` for + GFSA) on the official files; superpixel, OGB and
 Graph-ViT cells need models and tasks not built; list the cells:
 
@@ -58,7 +59,8 @@ NOTES = (
     "Peptides-func), so the unmarked GPS and Graph-ViT baseline numbers are read as the GPS and "
     "Graph-ViT papers' own and marked quoted.",
     "GPS has no Molhiv / MolTOX21 numbers ('-' in the paper); those cells are left out.",
-    "Our GPS (graphs/gps.py) normalises with LayerNorm where GraphGPS uses BatchNorm (the "
+    "Our GPS (graphs/backbones/gps.py) normalises with LayerNorm where GraphGPS uses "
+    "BatchNorm (the "
     "trainer keeps no running statistics), with the same parameter count (Peptides-struct "
     "504,539); GFSA sits in each GPS layer's global attention, K being GFSA's default (the "
     "GFSA repository has no GPS code).",
@@ -80,7 +82,8 @@ def config(row: str, column: str) -> str | None:
 
 
 def _needs(row: str, column: str) -> str | None:
-    """What a cell lacks: the superpixel / OGB tasks (GPS itself is graphs/gps.py), and the
+    """What a cell lacks: the superpixel / OGB tasks (GPS itself is
+    graphs/backbones/gps.py), and the
     Graph-ViT model (the Peptides and ZINC tasks exist)."""
     if config(row, column):
         return None

@@ -14,7 +14,7 @@ numbers); the other baselines need their own models:
 from __future__ import annotations
 
 from attnbench.papers.tables import Table, grid
-from configs.tables.gfsa_table6 import GPS_RECIPES  # GraphGPS's recipe (graphs/gps.py)
+from configs.tables.gfsa_table6 import GPS_RECIPES  # GraphGPS's recipe (graphs/backbones/gps.py)
 
 COLUMNS = ("Peptides-struct (MAE)", "Peptides-func (AP)")
 METRIC = {"Peptides-struct (MAE)": "test_best.mae", "Peptides-func (AP)": "test_best.ap"}
@@ -136,7 +136,8 @@ def get_table() -> Table:
             "Table 3 is 4-seed means where Table 1 appears to hold single runs, so the SAMSA "
             "numbers partly repeat Table 1 (hard struct 0.2458, soft struct 0.2519, hard func "
             "0.7221) and partly do not (soft func 0.7171) (Table 1 vs Table 3).",
-            "GraphGPS + LapPE runs our GPS (graphs/gps.py, GraphGPS's Peptides recipe with LapPE; "
+            "GraphGPS + LapPE runs our GPS (graphs/backbones/gps.py, GraphGPS's Peptides recipe "
+            "with LapPE; "
             "LayerNorm where GraphGPS uses BatchNorm, see gfsa.table6's notes): the same runs as "
             "GFSA Table 6's GPS cells, which print the same numbers.",
         ),

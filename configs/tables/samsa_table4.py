@@ -6,7 +6,7 @@ al. 2022), other hardware.
 
 Reproduced outside the training machinery, all three on one machine and the same graphs (the
 Peptides-struct train split; the offline peptides by default, LRGB's files with `--source
-official`): `graphs.positional`'s LapPE and RWPE over the split against one training epoch of
+official`): `graphs.data.positional`'s LapPE and RWPE over the split against one training epoch of
 the 24-layer Graph-Bridge SAMSA recipe (`graphs.pe_timing`):
 
     python -m scripts.graph_pe_timing        # writes results/bench/samsa_table4.{json,md}

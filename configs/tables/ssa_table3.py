@@ -109,7 +109,8 @@ def get_table() -> Table:
             "formula), and +FT = 0.9 C + 0.1 to within rounding.",
             "Quality metrics are the final model's (`*_last`): a best-checkpoint pick could land "
             "before the +FT phase.",
-            "Our compute (EGT-Simple small as graphs/egt.py builds it, 11,430,657 parameters): "
+            "Our compute (EGT-Simple small as graphs/backbones/egt.py builds it, 11,430,657 "
+            "parameters): "
             "at PCQM4Mv2's mean graph (14.1 heavy atoms + 4 virtual nodes) attention and the "
             "per-pair edge terms are a small share of a layer, so dropping sources saves less "
             "than printed (U50: 0.953 against 0.82). The printed C ~ 1 - 0.36 x drop implies "

@@ -34,7 +34,8 @@ def grf_vit(c, dataset: str) -> None:
     grid of patches ("Num. patches 16x16": 14-px patches at 224; Scenic's default grid is
     14 x 14, `--config.model.patch_size=16`), class token, learned positions, dropout 0.1 and
     qkv biases (Scenic's ViT); Adam with base lr 3e-3 to 1e-5 after 10k linear warm-up steps,
-    cosine; weight decay 0.3 and clipping 1.0 (Scenic's ImageNet ViT config, notes §E2).
+    cosine; weight decay 0.3 and clipping 1.0 (Scenic's ImageNet ViT config, google-research/
+    scenic scenic/projects/baselines/configs/imagenet/imagenet_vit_config.py).
     Attention: GRF-masked linear with Table 2's walks (`attn=` swaps: softmax, grf_dense,
     linear with phi = ReLU). iNaturalist2021 and Places365 were fine-tuned from an unstated
     pretrained checkpoint; ours train from scratch (`model.init` has no checkpoint loader)."""

@@ -173,8 +173,9 @@ def deit_s(c, *, layers: int = 12) -> None:
     m.pool, m.positions = "cls", "learned"
 
 
-# CaiT-S24 as GFSA trained it (notes gfsa.md §2.3; the authors' Image/README.md command and
-# Image/main.py defaults, logs/imnet1k_gfsa_cait_S24_224/log.txt): 4 GPUs x 128 images, lr 5e-4
+# CaiT-S24 as GFSA trained it (arXiv 2312.04234 Sec. 5.3, App. M.1; the authors' code,
+# jeongwhanchoi/GFSA: the Image/README.md command, the Image/main.py defaults and
+# Image/logs/imnet1k_gfsa_cait_S24_224/log.txt): 4 GPUs x 128 images, lr 5e-4
 # (5e-4 x 512 / 512; the log peaks at 5e-4), 500 epochs (the log ends at epoch 499), drop-path 0.1
 # (main.py's default; CaiT's own S24 setting too), the rest of the DeiT recipe.
 CAIT_S24 = dict(epochs=500, batch=512, lr=5e-4 * 512 / 512, layer_scale=1e-5, drop_path=0.1)
@@ -205,9 +206,11 @@ def cait_s24(c) -> None:
     m.pool, m.positions = "cls", "learned"
 
 
-# K of GFSA per backbone (notes gfsa.md §1.5): DeiT-S 12L 3 (Table 13's best, 81.12, is Table 3's
-# 81.1; the released code hard-codes 4); DeiT-S 24L unreported ("range 2-5"), 3 as 12 layers;
-# CaiT-S24 4 (Table 14, and the code); Swin 3 (the code).
+# K of GFSA per backbone (arXiv 2312.04234 Tables 3, 13 and 14, App. M.1; the released code,
+# jeongwhanchoi/GFSA Image/gfsa.py, Image/gfsa_cait.py, Image/swin/models/swin_attngf.py):
+# DeiT-S 12L 3 (Table 13's best, 81.12, is Table 3's 81.1; the released code hard-codes 4);
+# DeiT-S 24L unreported ("range 2-5", App. M.1), 3 as 12 layers; CaiT-S24 4 (Table 14, and the
+# code); Swin 3 (the code).
 GFSA_ORDER = {"deit_s": 3, "deit_s24": 3, "cait_s24": 4, "swin_t": 3, "swin_s": 3}
 
 
@@ -231,10 +234,11 @@ SWIN = {
 
 def swin(c, variant: str) -> None:
     """Swin-T / Swin-S at 224 px (patch 4, C 96, window 7, GAP + linear head) with the Swin
-    recipe as GFSA's code runs it (notes gfsa.md §3.3): AdamW, 1,024 images per step, lr 1e-3
-    (5e-4 x 1024 / 512), 20 warm-up epochs then cosine to 5e-6, weight decay 0.05, clipping
-    5.0, 300 epochs (GFSA's config says 400), the DeiT augmentations, no decay on biases, norms
-    and position bias tables. Not reproduced: the warm-up's start at 5e-7 (ours starts at 0)."""
+    recipe as GFSA's code runs it (jeongwhanchoi/GFSA Image/swin/config.py): AdamW, 1,024
+    images per step, lr 1e-3 (5e-4 x 1024 / 512), 20 warm-up epochs then cosine to 5e-6, weight
+    decay 0.05, clipping 5.0, 300 epochs (GFSA's config says 400), the DeiT augmentations, no
+    decay on biases, norms and position bias tables. Not reproduced: the warm-up's start at 5e-7
+    (ours starts at 0)."""
     depths, heads, drop_path = SWIN[variant]
     vision_common.epoch_schedule(c, epochs=300, batch=1024, train_examples=DEIT["train_examples"])
     _deit_training(c, lr=1e-3, warmup_epochs=20, end_factor=5e-6 / 1e-3)
@@ -248,8 +252,8 @@ def swin(c, variant: str) -> None:
     m.pool, m.positions = "mean", "none"
 
 
-# SSA's Swin-T (Hussain et al. 2023, Sec. 4.2, App. B.2, Tables 2 and 9; notes ssa.md §1.4,
-# §2.4): which stages sample. S10 = stages 1-3 (Swin-T's first 10 blocks; stage 4's 7 x 7 windows
+# SSA's Swin-T (Hussain et al. 2023, arXiv 2306.01705 Sec. 4.2, App. B.2, Tables 2 and 9):
+# which stages sample. S10 = stages 1-3 (Swin-T's first 10 blocks; stage 4's 7 x 7 windows
 # cannot be split into four sub-windows); S6 = stage 3 only (the first 4 blocks excluded).
 SSA_SWIN_STAGES = {"S10": "all but the last", "S6": "the last but one"}
 
@@ -263,9 +267,10 @@ def ssa_swin(c, *, sampling: str, finetune: bool) -> None:
     window; dense attention at evaluation (the paper's renormalisation); +FT: the last 10% of
     the steps dense. Which blocks sample is `ssa_rows` (after the preset's depths).
 
-    Decisions where the paper is silent (notes ssa.md §6, item 5): one pattern per step shared
-    by every window, head and image (the paper's "same reindexing within each mini-batch");
-    the shifted-window mask and the relative position bias are gathered with the sources."""
+    Decisions where the paper is silent (ours; arXiv 2306.01705 Sec. 3.3 and App. B.2 leave
+    them open): one pattern per step shared by every window, head and image (Sec. 3.3's "same
+    reindexing within each mini-batch"); the shifted-window mask and the relative position bias
+    are gathered with the sources."""
     sigma = 0.75 if sampling == "local" else float("inf")
     c.attention = common.attention_config(
         "ssa",

@@ -1,4 +1,4 @@
-"""GFSA properties (Choi et al. 2024; the notes' test list), errors and train mode."""
+"""GFSA properties (Choi et al. 2024, arXiv 2312.04234), errors and train mode."""
 
 import functools
 
@@ -47,7 +47,7 @@ def _masks(b=2, h=3, n=6, m=6):
     }
 
 
-# --- GFSA at initialisation is softmax attention (notes §1.4) ---------------------------------
+# --- GFSA at initialisation (w_K = 0, App. I) is softmax attention: Eq. 10, our reading -----
 
 
 @pytest.mark.parametrize("mask_kind", ["none", "key_padding", "full_4d", "causal"])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import attention
-from attention import graphs, grf
+from attention import graphs, grf, grf_walks
 from tests.attention.ref_grf import (
     grf_dense_reference,
     grf_reference,
@@ -95,7 +95,8 @@ def test_grf_mask_is_unbiased_off_the_diagonal(antithetic):
     """Mean of phi_i . phi_j over 2000 independent walk samples vs sum_k alpha_k W^k (4x4 grid).
 
     Off the diagonal every entry is within 4 standard errors; on the diagonal the same walks
-    serve both sides, so the estimate is biased up by sum_v Var(phi_i[v]) (notes Sec. 6.5).
+    serve both sides, so the estimate is biased up by sum_v Var(phi_i[v]) (our observation:
+    arXiv:2410.03462 Sec. 3.3 states unbiasedness without this caveat).
     """
     nbrs = graphs.grid_graph(4, 4)
     f = np.array([1.0, 0.7, -0.3, 0.5, 0.2])
@@ -284,7 +285,7 @@ def test_support_features_are_the_walk_features():
     heads, n = buf["support_tokens"].shape[:2]
     with jax.enable_x64(True):
         w = np.asarray(
-            grf.support_weights(
+            grf_walks.support_weights(
                 jnp.asarray(buf["walk_slots"]),
                 jnp.asarray(buf["walk_loads"], jnp.float64),
                 jnp.asarray(f),
@@ -293,7 +294,7 @@ def test_support_features_are_the_walk_features():
         )
         idx, val = map(
             np.asarray,
-            grf.walk_features(
+            grf_walks.walk_features(
                 jnp.asarray(buf["walk_nodes"]), jnp.asarray(buf["walk_loads"], jnp.float64), f
             ),
         )

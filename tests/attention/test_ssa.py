@@ -73,7 +73,8 @@ def test_keep_all_training_equals_dense_attention(sampling, causal, extra):
 @pytest.mark.parametrize("sampling,causal,extra", SAMPLERS, ids=IDS)
 def test_training_is_dense_attention_on_the_sampled_pattern(sampling, causal, extra, mask_kind):
     # With keep = 1/4, the sampled pairs, the user's mask and the bias re-indexed with the
-    # sources must give exactly dense attention restricted to those pairs (notes Sec. 1.3).
+    # sources must give exactly dense attention restricted to those pairs (Sec. 3.3: SSA
+    # re-indexes the sources and the bias, then runs unaltered attention).
     # With key padding this also proves that padded sources get zero weight.
     mech, params = _mech(sampling, causal, extra, keep=0.25)
     rng = np.random.default_rng(1)

@@ -96,7 +96,7 @@ def test_a_config_is_named_by_its_path_in_the_configs_package_from_any_directory
 def test_the_package_wins_over_a_same_named_file_here_and_dot_slash_names_the_file(
     tmp_path, monkeypatch
 ):
-    """From the repository root `lra/listops.py` is also the LRA data module: a relative name
+    """Where `lra/listops.py` is also a file here (the LRA data module once was): a relative name
     means the config; `./lra/listops.py` means the file (here: not a config)."""
     own = tmp_path / "lra" / "listops.py"
     own.parent.mkdir()

@@ -7,7 +7,7 @@ import pytest
 
 from attnbench import config as config_lib
 from attnbench import errors, tasks, train
-from tests.graphs.test_zinc_like import SMILES, write_smiles
+from tests.graphs.data.test_zinc import SMILES, write_smiles
 
 
 def _smoke(arg, tmp_path):
@@ -88,41 +88,8 @@ def test_smooth_l1_is_torchs_and_reports_the_mae():
     np.testing.assert_allclose(float(m["mae"][0] / m["mae"][1]), np.abs(pred).mean(), rtol=1e-6)
 
 
-@pytest.mark.slow  # ~23 s (compiles several Graphormer + SSA passes)
-def test_self_ensemble_is_the_mean_of_subsampled_passes():
-    """SSA Sec. 3.5 at model level: evaluation with `ensemble_passes = S` averages S full
-    forward passes with subsampling on; S = 0 is the dense ("renormalized") pass."""
-    import jax
-    from flax import nnx
-
-    from graphs import tasks as graph_tasks
-    from tests.graphs.test_graphormer import ATOM_DIMS, BOND_DIMS, _batch
-
-    m = config_lib.load("graphs/zinc.py:preset=smoke").model
-    m.atom_dims, m.bond_dims, m.num_layers = ATOM_DIMS, BOND_DIMS, 2
-    ssa = {"name": "ssa", "keep": 0.5, "sampling": "graph", "always_keep": 1}
-
-    def build(passes):
-        return graph_tasks.GraphPredictor(
-            model_cfg=m, attention_cfg=ssa, max_len=7, out_dim=1, rngs=nnx.Rngs(0),
-            ensemble_passes=passes, ensemble_seed=3,
-        )  # fmt: skip
-
-    batch = _batch()
-    dense = np.asarray(build(0)(batch))
-    model = build(4)
-    got = np.asarray(model(batch))
-    keys = jax.random.split(jax.random.key(3), 4)
-    passes = np.stack(
-        [np.asarray(model.forward(batch, train=False, key=k, subsample=True)) for k in keys]
-    )
-    np.testing.assert_allclose(got, passes.mean(0), rtol=1e-5, atol=1e-6)
-    assert np.abs(passes - dense).max() > 1e-4  # the members are subsampled, not dense
-    assert np.abs(passes[0] - passes[1]).max() > 1e-4
-
-
 def _pcqm_smoke(arg, tmp_path):
-    from tests.graphs.test_qm9_like import MOLECULES, write_csv
+    from tests.graphs.data.test_pcqm import MOLECULES, write_csv
 
     config = config_lib.load(f"graphs/pcqm.py:preset=smoke,{arg}")
     config.data.dir = str(tmp_path / "data")

@@ -13,7 +13,7 @@ from flax import nnx
 
 import attention
 from attnbench import errors
-from language import decoder, gpt2
+from language import gpt2, models
 from tests import tolerances
 
 # The tiny checkpoint: 2 layers, width 16, 2 heads, vocabulary 50, 12 positions.
@@ -264,7 +264,7 @@ def test_errors_name_file_and_tensor(tmp_path):
 
 def _params(model_cfg, attention_cfg) -> int:
     model = nnx.eval_shape(
-        lambda: decoder.build_decoder(
+        lambda: models.build_decoder(
             model_cfg,
             attention_cfg,
             vocab_size=gpt2.VOCAB_SIZE,

@@ -1,5 +1,5 @@
 """The language recipes (WikiText-103, CIFAR-10 sub-pixels, GPT-2 fine-tuning): every SSA row
-validates at every preset, the paper presets' models have the decoder tests' parameter counts,
+validates at every preset, the paper presets' models have the model tests' parameter counts,
 S<l> rows put SSA in the last layers, bad arguments are named, a missing checkpoint folder is a
 ConfigError; the smoke presets train end to end (slow), GPT-2 from a tiny Hugging Face
 checkpoint with tiny BPE files."""
@@ -15,7 +15,7 @@ from flax import nnx
 
 from attnbench import config as config_lib
 from attnbench import errors, tasks, train, validate
-from language import corpora
+from language.data import corpora, standin
 
 WT = "language/wikitext103.py"
 C10 = "language/cifar10.py"
@@ -97,7 +97,7 @@ def _params(spec: str, **data) -> int:
 @pytest.mark.slow
 def test_paper_parameter_counts():
     """SSA's 247M / 203M and GPT-2's 117M (+144 for GFSA) from the recipes themselves:
-    tests/language/test_decoder.py and test_gpt2.py's numbers (CIFAR-10: plus the start
+    tests/language/test_models.py and test_gpt2.py's numbers (CIFAR-10: plus the start
     symbols' embedding and output rows, 2 x 1,024 each: 8 with the recipe's DistAug, 1
     without)."""
     assert _params(f"{WT}:source=official,ssa=S12-L4") == 246_933_504
@@ -118,7 +118,7 @@ def test_missing_checkpoint_folder_is_named(tmp_path):
 
 def _docs_available() -> bool:
     try:
-        corpora.find_standin_dir(None)
+        standin.find_standin_dir(None)
     except errors.UserError:
         return False
     return True

@@ -7,13 +7,13 @@ import pytest
 
 from attnbench import config as config_lib
 from attnbench import errors, tasks, train, validate
-from language import corpora
 from language import tasks as lm_tasks
+from language.data import standin
 
 
 def _docs_available() -> bool:
     try:
-        corpora.find_standin_dir(None)
+        standin.find_standin_dir(None)
     except errors.UserError:
         return False
     return True

@@ -6,7 +6,7 @@ import pytest
 
 from attnbench import config as config_lib
 from attnbench import train
-from lra import listops
+from lra.data import listops
 
 
 def _official_dir(path):

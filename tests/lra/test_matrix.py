@@ -14,7 +14,7 @@ import attention
 from attnbench import config as config_lib
 from attnbench import steps, tasks, train
 from attnbench.data.formats import cifar
-from lra import retrieval
+from lra.data import retrieval
 
 TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
 RECIPES = (

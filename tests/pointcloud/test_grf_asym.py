@@ -55,7 +55,8 @@ def walks_loops(nbrs, w, start, hops):
 
 
 def alg2_reference(q, k, v, x, f, hops, knn_k, valid=None):
-    """GRF Alg. 2 per batch element and head, float64 loops (no 1/n: notes Sec. 6 item 22)."""
+    """GRF Alg. 2 per batch element and head, float64 loops (no 1/n: Alg. 2's extra 1/n is a
+    typo, our reading of App. D)."""
     b, n, h, _ = q.shape
     out = np.zeros(v.shape)
     relu = lambda a: np.maximum(a, 0.0)  # noqa: E731

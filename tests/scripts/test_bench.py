@@ -188,7 +188,7 @@ def test_train_bench_writes_steps_per_s_and_memory_per_mechanism_and_length(tmp_
 
 def test_every_script_is_a_thin_entry_point():
     """Measuring and rendering code lives in the library (attnbench/bench/,
-    attnbench/papers/speed_tables.py); a script parses arguments and calls it (issue 12)."""
+    attnbench/papers/speed_tables/); a script parses arguments and calls it (issue 12)."""
     scripts = pathlib.Path(__file__).resolve().parents[2] / "scripts"
     lengths = {p.name: len(p.read_text().splitlines()) for p in scripts.glob("*.py")}
     assert {name: n for name, n in lengths.items() if n >= 150} == {}

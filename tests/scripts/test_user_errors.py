@@ -31,7 +31,7 @@ def _run(args, *, env=None, timeout=300):
 def _listops_dir(root: pathlib.Path, *, bad_line: bool = False) -> pathlib.Path:
     """A ListOps directory in the release format (`Source\\tTarget` TSVs) with sources of about
     60-150 tokens: longer than the smoke preset's 40."""
-    from lra import listops
+    from lra.data import listops
 
     d = listops.ensure_generated(
         root / "gen", seed=0, sizes=dict(train=32, val=8, test=8), min_length=60, max_length=150

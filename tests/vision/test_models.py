@@ -145,9 +145,9 @@ def test_wrong_image_size_and_untileable_sizes_are_clear_errors():
         models.grid_shape(30, 4)
 
 
-# Sliceformer Table 5's sizes, exactly (notes sliceformer.md §2.6 derive them from
-# vit-pytorch / timm); DeiT-S 22,050,664 (timm deit_small_patch16_224); GFSA adds one w_K per
-# head and layer (its authors' log: 22,050,736).
+# Sliceformer Table 5's sizes, exactly (arXiv 2310.17683 Table 5; our reading: vit-pytorch's
+# ViT and timm's ViT-S/16 give them); DeiT-S 22,050,664 (timm deit_small_patch16_224); GFSA
+# adds one w_K per head and layer (its authors' log: 22,050,736).
 PARAMS = {
     "vision/cifar10.py:model=vit": 9_603_594,
     "vision/cifar10.py:model=sliceformer": 6_457_866,

@@ -10,7 +10,7 @@ import pytest
 from attnbench import config as config_lib
 from attnbench import train
 from attnbench.data.formats import fashion_mnist, idx
-from vision import synthetic
+from vision.data import synthetic
 
 # (recipe file, config argument): the papers' pairs. Sliceformer Table 5: ViT with softmax and
 # with the sorting attention; GFSA Tables 3 / 12: DeiT-S with and without GFSA; GRF Tables 1 /
@@ -30,11 +30,13 @@ PAIRS = [
     pytest.param("imagenet", "model=deit_s,attn=grf_dense", marks=_SLOW),
     pytest.param("imagenet", "model=grf_vit,attn=toeplitz", marks=_SLOW),  # GRF Table 1
     # CaiT (GFSA Tables 3, 12, 14), with and without GFSA on its talking-heads matrix: slow
-    # tier; the fast tier checks the whole CaiT + GFSA forward in tests/vision/test_cait.py.
+    # tier; the fast tier checks the whole CaiT + GFSA forward in
+    # tests/vision/backbones/test_cait.py.
     pytest.param("imagenet", "model=cait_s24", marks=_SLOW),
     pytest.param("imagenet", "model=cait_s24,attn=gfsa", marks=_SLOW),
     # Swin's smoke model compiles for ~20 s: both Swin pairs are the slow tier; the fast tier
-    # trains Swin blocks in tests/vision/test_swin.py and builds the smoke model in test_models.
+    # trains Swin blocks in tests/vision/backbones/test_swin.py and builds the smoke model in
+    # test_models.
     pytest.param("imagenet", "model=swin_s", marks=_SLOW),
     pytest.param("imagenet", "model=swin_s,attn=gfsa", marks=_SLOW),
     # SSA Table 2 / 9: Swin-T, W14 (the smoke preset's doubled window), SSA in stages 1-3, +FT

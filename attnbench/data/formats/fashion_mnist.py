@@ -4,8 +4,8 @@
 
 No natural-image dataset installs offline; Debian's `dataset-fashion-mnist` ships Fashion-MNIST
 (10 classes of clothing, 28x28 grayscale, 60,000 train + 10,000 test) as the gzipped IDX files
-of the original release (`attnbench.data.formats.idx`). LRA Image (`lra.image`) and the vision tasks
-(`vision.data`) read it through here and label it a stand-in in every summary.
+of the original release (`attnbench.data.formats.idx`). LRA Image (`lra.data.image`) and the vision
+tasks (`vision.data`) read it through here and label it a stand-in in every summary.
 """
 
 from __future__ import annotations

@@ -371,7 +371,7 @@ def test_transformer_forward_flops_formula():
     d, layers, n = 1024, 16, 3072
     dense = flops.transformer_forward_flops(layers=layers, d_model=d, n_ctx=n)
     assert dense == 2 * 12 * d * d * layers + layers * 4 * n * d
-    # Attention-to-linear ratio N / (6 d) = 0.5 for the SSA language models (notes Sec. 1.5).
+    # Attention-to-linear ratio N / (6 d) = 0.5 for the SSA language models (4Nd / 24d²).
     assert (dense - 24 * d * d * layers) / (24 * d * d * layers) == pytest.approx(0.5)
     per_layer = [n] * 4 + [n // 4] * 12
     sampled = flops.transformer_forward_flops(
@@ -383,7 +383,7 @@ def test_transformer_forward_flops_formula():
 
 
 # SSA Table 7, baseline (S0) training compute in ExaFLOP: the paper's numbers, and the exact
-# values of the formula quoted by papers/notes/ssa.md Sec. 1.5.
+# values of our formula (SSA Table 7 and the C columns of Tables 1-2).
 SSA_TABLE7 = {"WikiText-103": (7.6, 7.60), "Enwik8": (1.7, 1.76), "CIFAR-10": (23.8, 23.75)}
 
 

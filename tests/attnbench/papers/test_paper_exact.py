@@ -34,7 +34,7 @@ def test_sort_attention_is_order_invariant_at_cls_only_without_the_residual():
     # one Sliceformer layer, or any depth without the residual around it: exactly invariant
     assert exact.permutation_mae("sliceformer", 1, **kw) == 0.0
     assert exact.permutation_mae("sliceformer", 3, residual=False, **kw) == 0.0
-    # with residuals, from layer 2 on: structural, far above rounding (notes Sec. 1.8)
+    # with residuals, from layer 2 on: structural, far above rounding (our float64 check)
     assert exact.permutation_mae("sliceformer", 2, **kw) > 1e-3
     # softmax without positions is equivariant: rounding-level differences at most
     assert exact.permutation_mae("softmax", 3, **kw) < 1e-4

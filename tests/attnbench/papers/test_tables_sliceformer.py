@@ -28,7 +28,7 @@ def test_table2_lra_accuracy():
     fail = t.cell("Sliceformer", "Path-X")
     assert fail.paper is None and "FAIL" in fail.note
     assert fail.config == "lra/pathfinder.py:model=sliceformer,resolution=128"
-    # the Sinkhorn average is inconsistent with its five scores (notes Sec. 6.6)
+    # the Sinkhorn average is inconsistent with its five scores (our arithmetic)
     assert t.cell("Sinkhorn Trans.", "Avg. Acc").paper == 51.29
     assert "51.48" in t.cell("Sinkhorn Trans.", "Avg. Acc").note
     # quoted baselines: LRA paper and cosFormer; Sinkformer and Sliceformer are the authors' runs

@@ -1,0 +1,93 @@
+"""The class-folder layouts, the official source (`config.data.source="official"`) of every
+dataset but CIFAR, decoded lazily (`attnbench.data.formats.image_folder`):
+
+  tiny_imagenet  the release folder `tiny-imagenet-200/`: `wnids.txt`,
+                 `train/<wnid>/images/*.JPEG`, `val/images/*.JPEG` with
+                 `val/val_annotations.txt` (file, wnid, box). Its test labels are not public:
+                 val is reported as the test split.
+  imagenet, places365, inaturalist, folder  ImageNet-style class folders
+                 `train/<class>/**/<image>` and `val/<class>/**/<image>` (ILSVRC-2012 val
+                 reorganised into class folders, as torchvision / timm expect; Places365 and
+                 iNaturalist exports likewise).
+
+Class indices follow the sorted class-folder names (torchvision's `ImageFolder`, timm, and the
+ImageNet synset order), so labels agree with other tools' checkpoints; Tiny-ImageNet's
+`wnids.txt` must list exactly the training folders.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+from attnbench.data import cache
+from attnbench.data.formats import image_folder
+
+__all__ = ["read_tiny_imagenet", "read_class_folders"]
+
+
+def read_tiny_imagenet(directory: str | os.PathLike) -> dict:
+    """Tiny-ImageNet's release folder -> `{"train", "test"}` lazy sources (test = its val set).
+
+    Raises:
+      DataError: a missing `wnids.txt`, `train/` or `val/val_annotations.txt`, a class list
+        that differs from the training folders, or an annotation naming an unknown class or a
+        missing file, each naming the file.
+    """
+    root = pathlib.Path(directory).expanduser()
+    if (root / "tiny-imagenet-200").is_dir() and not (root / "wnids.txt").is_file():
+        root = root / "tiny-imagenet-200"
+    wnids_file, annotations = root / "wnids.txt", root / "val" / "val_annotations.txt"
+    for path in (wnids_file, root / "train", annotations):
+        if not path.exists():
+            raise cache.DataError(
+                f"{path}: not found; config.data.dir must be Tiny-ImageNet's release folder "
+                "tiny-imagenet-200/ (wnids.txt, train/<wnid>/images/, val/images/, "
+                "val/val_annotations.txt)"
+            )
+    wnids = [w.strip() for w in wnids_file.read_text().split() if w.strip()]
+    folders = sorted(p.name for p in (root / "train").iterdir() if p.is_dir())
+    if sorted(wnids) != folders or len(set(wnids)) != len(wnids):
+        extra = sorted(set(folders) - set(wnids))[:3]
+        absent = sorted(set(wnids) - set(folders))[:3]
+        raise cache.DataError(
+            f"{wnids_file}: lists {len(wnids)} classes but train/ has {len(folders)} class "
+            f"folders (not listed: {extra}; listed without a folder: {absent})"
+        )
+    classes = sorted(wnids)
+    train = image_folder.ImageFolder(root / "train", classes=classes)
+    files, labels = [], []
+    index = {w: i for i, w in enumerate(classes)}
+    for number, line in enumerate(annotations.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) < 2 or fields[1] not in index:
+            raise cache.DataError(
+                f"{annotations}: line {number}: expected '<file>\\t<wnid>\\t<box>' with a wnid "
+                f"of wnids.txt, got {line[:80]!r}"
+            )
+        path = root / "val" / "images" / fields[0]
+        if not path.is_file():
+            raise cache.DataError(f"{annotations}: line {number}: image {path} not found")
+        files.append(path)
+        labels.append(index[fields[1]])
+    if not files:
+        raise cache.DataError(f"{annotations}: no validation images listed")
+    test = image_folder.ImageFolder.from_list(files, labels, classes)
+    return {"train": train, "test": test}
+
+
+def read_class_folders(directory: str | os.PathLike) -> dict:
+    """ImageNet-style `train/<class>/` and `val/<class>/` -> `{"train", "test"}` lazy sources
+    with the training folders' class list (test = the val folder)."""
+    root = pathlib.Path(directory).expanduser()
+    for sub in ("train", "val"):
+        if not (root / sub).is_dir():
+            raise cache.DataError(
+                f"{root / sub}: not found; config.data.dir must hold train/<class>/ and "
+                "val/<class>/ image folders (ILSVRC-2012 val reorganised into class folders, "
+                "as torchvision and timm read it)"
+            )
+    train = image_folder.ImageFolder(root / "train")
+    return {"train": train, "test": image_folder.ImageFolder(root / "val", classes=train.classes)}
