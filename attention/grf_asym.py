@@ -384,4 +384,5 @@ registry.register(
     doc="asymmetric GRF-masked linear attention on a per-call k-NN graph (Reid et al. 2024 "
     "App. D; HD-VPD), O(N)",
     inputs=("coords", "neighbors"),
+    requires=("coords",),  # (or `neighbors`, built from the coordinates)
 )

@@ -66,6 +66,7 @@ class Mechanism:
       init: `init(key, *, num_heads, head_dim, **shape) -> params` (a pytree of arrays).
       apply: `apply(params, q, k, v, *, mask=None, key=None, train=False, **inputs) -> out`.
       inputs: extra keyword inputs `apply` consumes (see the module docstring).
+      requires: the inputs it cannot run without (a model must pass them on every call).
       needs_qk: False when `apply` ignores q and k.
       flops: `flops(call) -> (matmul, elementwise)` forward FLOPs of one call on one sequence
         (`attention.cost.Call`) with `hparams` bound; None when none was registered.
@@ -76,6 +77,7 @@ class Mechanism:
     init: Callable[..., Any]
     apply: Callable[..., Any]
     inputs: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
     needs_qk: bool = True
     flops: Callable[[Any], tuple[float, float]] | None = None
 
@@ -90,6 +92,7 @@ class _Entry:
     needs_qk: bool
     check: Callable[[Mapping[str, Any], int | None], None] | None = None
     flops: Callable[[Any, Mapping[str, Any]], tuple[float, float]] | None = None
+    requires: tuple[str, ...] = ()
 
 
 _REGISTRY: dict[str, _Entry] = {}
@@ -110,6 +113,7 @@ def register(
     defaults: Mapping[str, Any] | None = None,
     doc: str = "",
     inputs: tuple[str, ...] = (),
+    requires: tuple[str, ...] = (),
     needs_qk: bool = True,
     check: Callable[[Mapping[str, Any], int | None], None] | None = None,
     flops: Callable[[Any, Mapping[str, Any]], tuple[float, float]] | None = None,
@@ -123,6 +127,9 @@ def register(
       defaults: every hyper-parameter `apply`/`init` accept, with its default value.
       doc: one line describing the mechanism.
       inputs: extra keyword inputs `apply` consumes (e.g. `("x",)`).
+      requires: those of `inputs` it cannot run without (GRF's k-NN graph needs the points'
+        `coords`): a task whose models do not pass them cannot use it (the config check says
+        so, `attnbench.validate`).
       needs_qk: False when `apply` ignores q and k.
       check: optional `check(hparams, num_tokens)` raising ValueError (naming the
         hyper-parameter and its value) for values that cannot work, e.g. SAMSA's k above the
@@ -134,6 +141,8 @@ def register(
     """
     if name in _REGISTRY:
         raise ValueError(f"attention mechanism {name!r} is already registered")
+    if set(requires) - set(inputs):
+        raise TypeError(f"{name}: requires {sorted(set(requires) - set(inputs))}, not inputs")
     init = init or _no_params
     unused = [k for k in (defaults or {}) if k not in _kwargs(apply) | _kwargs(init)]
     if unused:
@@ -141,7 +150,15 @@ def register(
             f"{name}: hyper-parameter(s) {unused} are accepted by neither apply nor init"
         )
     _REGISTRY[name] = _Entry(
-        init, apply, dict(defaults or {}), doc, tuple(inputs), needs_qk, check, flops
+        init,
+        apply,
+        dict(defaults or {}),
+        doc,
+        tuple(inputs),
+        needs_qk,
+        check,
+        flops,
+        tuple(requires),
     )
 
 
@@ -224,6 +241,7 @@ def get(name: str, **hparams: Any) -> Mechanism:
         init=functools.partial(entry.init, **init_kw),
         apply=functools.partial(entry.apply, **apply_kw),
         inputs=entry.inputs,
+        requires=entry.requires,
         needs_qk=entry.needs_qk,
         flops=flops,
     )

@@ -11,6 +11,7 @@ rest has defaults a task overrides where it has something to say:
         def loss(self, model, batch, *, train, key, **inputs) -> (loss, {name: (sum, count)}): ...
         # defaulted:
         metric_names = ("loss",)            # the (sum, count) metrics `loss` reports
+        attention_inputs = ()               # per-call inputs its models give the attention
         def eval_outputs(self, model, batch) -> {name: array}  # what the evaluators read
         def default_evals(self, config) -> {key: evaluator spec}  # when config.evals is empty
         def check_config(self, config) -> [problem, ...]
@@ -119,6 +120,9 @@ class Task(abc.ABC):
     # Models the task builds besides the registered backbones, accepted as
     # `config.model.encoder` (point clouds: PointNet, DGCNN).
     archs: tuple[str, ...] = ()
+    # Per-call attention inputs the task's models pass on every call (point clouds: the points'
+    # `coords`): a mechanism that requires others cannot run in this task.
+    attention_inputs: tuple[str, ...] = ()
 
     @abc.abstractmethod
     def load_data(self, config) -> Data:

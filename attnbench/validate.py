@@ -163,6 +163,15 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
         n = attention_length(c, task)
         for problem in attention.check(att.name, hparams, num_tokens=n):
             out.append(f"config.attention ({problem})")
+        if task is not None and att.name in attention.names():
+            needed = attention.get(att.name).requires
+            missing = [name for name in needed if name not in task.attention_inputs]
+            if missing:
+                out.append(
+                    f"config.attention.name={att.name!r}: needs the per-call input(s) "
+                    f"{', '.join(missing)}, which {task.name or c.get('task')} does not give its "
+                    "attention (a point-cloud task gives `coords`)"
+                )
     evals = c.get("evals") or (task.default_evals(c) if task is not None else None)
     names = None
     if evals:

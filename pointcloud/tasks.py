@@ -56,6 +56,7 @@ class _PointTask(tasks.Task):
     """Shared plumbing: data loading through `pointcloud.data`, config checks."""
 
     dataset = ""
+    attention_inputs = ("coords",)  # the point Transformer passes the points' xyz
 
     def load_data(self, config) -> tasks.Data:
         from pointcloud import data
@@ -311,6 +312,8 @@ def _int(v, lo):
 @tasks.register("pointcloud.dynamics")
 class ParticleDynamics(tasks.Task):
     """Next-step particle positions; rollout errors per step at evaluation."""
+
+    attention_inputs = ("coords", "neighbors")  # the interlacer's positions and k-NN graph
 
     def check_config(self, config) -> list[str]:
         d, m, out = config.data, config.model, []

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from flax import nnx
 
+import attention
 from attnbench import config as config_lib
-from attnbench import errors, evaluators, registry, steps, tasks
+from attnbench import errors, evaluators, registry, steps, tasks, validate
 from attnbench.nn import backbones
 from tests.conftest import ROOT
 
@@ -211,3 +212,14 @@ def test_no_context_variable_carries_attention_inputs():
     for package in ("attnbench", "attention", "lra", "vision", "graphs", "pointcloud", "language"):
         for path in pathlib.Path(ROOT, package).rglob("*.py"):
             assert "contextvars" not in path.read_text(), path
+
+
+def test_a_mechanism_needing_inputs_the_task_does_not_give_is_a_config_error():
+    """grf_asym builds its graph from the points' coordinates: a point-cloud task gives them,
+    an LRA task does not (a config error naming both, instead of a traceback in the step)."""
+    assert attention.get("grf_asym").requires == ("coords",)
+    listops = config_lib.load(f"{LISTOPS},attn=grf_asym")
+    problems = validate.problems(listops, tasks.get(listops.task))
+    assert any("needs the per-call input(s) coords, which lra.listops" in p for p in problems)
+    points = config_lib.load("pointcloud/modelnet40.py:preset=smoke,attn=grf_asym")
+    assert not [p for p in validate.problems(points, tasks.get(points.task)) if "per-call" in p]
