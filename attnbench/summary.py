@@ -28,7 +28,6 @@ SCHEMA_VERSION = 1
 def build(
     *,
     config,
-    recipe,
     data,
     steps: int,
     best_step: int,
@@ -41,8 +40,8 @@ def build(
     precision: dict,
     kernels: dict,
 ) -> dict:
-    """The summary of a finished run of `config` (`recipe`: the config as `config.json` keeps
-    it, before epochs were resolved) on `data` (`attnbench.tasks.Data`)."""
+    """The summary of a finished run of `config` (its epochs resolved) on `data`
+    (`attnbench.tasks.Data`)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "task": config.task,

@@ -427,7 +427,6 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         }
     summary = summary_lib.build(
         config=config,
-        recipe=stored,
         data=ds,
         steps=step,
         best_step=best_step,

@@ -172,7 +172,7 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
                     f"{', '.join(missing)}, which {task.name or c.get('task')} does not give its "
                     "attention (a point-cloud task gives `coords`)"
                 )
-    evals = c.get("evals") or (task.default_evals(c) if task is not None else None)
+    evals = evaluators.of(c, task) if task is not None else c.get("evals")
     names = None
     if evals:
         try:
