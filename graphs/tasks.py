@@ -22,6 +22,13 @@ Data (`config.data.source`; every summary carries it), one module per dataset in
   standin    offline substitutes, labelled as such (each module's `load`): ZINC-like (MOSES
              molecules, exact penalized logP), QM9 gaps for PCQM4Mv2, and generated peptides.
 
+Checks when the data is loaded (`GraphTask.load_data`), on every split and every source: each
+graph fits the largest node and edge bucket (`check_sizes`: `config.data.max_nodes`,
+`edge_factor`), each node and edge feature id has a row in the model's embedding table
+(`check_features`: `config.model.atom_dims`, `bond_dims`). The official readers check their
+files themselves (`graphs.data.official`: finite targets, 0/1 labels, ids in the dataset's
+vocabulary; molecules RDKit cannot parse are an error unless `config.data.drop_invalid`).
+
 Model-level self-ensemble (SSA Sec. 3.5, Table 5; `graphs.models`): with
 `config.model.ensemble_passes = S > 0` the regression tasks report the ensemble's metrics as
 `<name>_ensemble` (`mae_ensemble`) beside the one deterministic dense pass's (SSA's
@@ -31,14 +38,16 @@ Model-level self-ensemble (SSA Sec. 3.5, Table 5; `graphs.models`): with
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-from attnbench import tasks
+from attnbench import errors, tasks
 from graphs import models
-from graphs.data import batching
+from graphs.data import batching, featurize
 
 __all__ = [
     "ENCODERS",
@@ -153,8 +162,14 @@ class GraphTask(tasks.Task):
         )
 
     def load_data(self, config) -> tasks.Data:
+        """The data of `config.data`, every split checked when loaded: each graph fits the
+        largest node and edge bucket (`check_sizes`), each feature id has a row in the model's
+        embedding tables (`check_features`)."""
         self.check(config)
-        data = self._load(config, self.collate(config))
+        collate = self.collate(config)
+        data = self._load(config, collate)
+        check_sizes(data, collate, config)
+        check_features(data, config)
         if config.model.encoder == "gps":  # GPS reads per-node positional encodings
             from graphs.backbones import gps
 
@@ -226,6 +241,108 @@ class GraphTask(tasks.Task):
         return batch
 
 
+def _splits(data: tasks.Data) -> list[tuple[str, batching.PackedGraphs]]:
+    out = [("train", data.train), ("val", data.val)]
+    if data.test is not data.val:  # PCQM4M(v2): test is OGB valid again
+        out.append(("test", data.test))
+    return out
+
+
+def _where(data: tasks.Data, split: str) -> str:
+    """The file a split was read from, for messages: an official reader's file of that split
+    (ZINC's `<split>.pickle`) or its one data file, else the stand-in's source or cache."""
+    d = data.description
+    files = [str(f) for f in d.get("files") or ()]
+    own = [f for f in files if os.path.basename(f).startswith(f"{split}.")]
+    return (own or files or [str(d.get("molecules") or d.get("cache") or "the data")])[0]
+
+
+def check_sizes(data: tasks.Data, collate: batching.GraphCollate, config) -> None:
+    """`DataError` naming the split, the example, its size and the config field to raise when a
+    graph of any split has more nodes (edges) than the largest node (edge) bucket of `collate`:
+    found when the data is loaded, not when the batch that holds it is collated."""
+    d = config.data
+    largest = {"nodes": int(collate.node_buckets[-1]), "edges": int(collate.edge_buckets[-1])}
+    for what in ("nodes", "edges"):
+        sizes = [(split, getattr(ds, f"num_{what}")) for split, ds in _splits(data)]
+        most = max(int(n.max()) for _, n in sizes)
+        for split, n in sizes:
+            big = np.flatnonzero(n > largest[what])
+            if not big.size:
+                continue
+            i = int(big[0])
+            if what == "nodes":
+                field = f"config.data.max_nodes={d.max_nodes}"
+                fix = f"raise config.data.max_nodes to at least {most} (the largest graph's nodes)"
+            else:
+                factor = int(d.get("edge_factor", 4))
+                field = f"config.data.edge_factor={factor} x config.data.max_nodes={d.max_nodes}"
+                fix = (
+                    "raise config.data.edge_factor to at least "
+                    f"{math.ceil(most / largest['nodes'])} (the largest graph has {most} edges)"
+                )
+            raise errors.DataError(
+                f"{split} example {i} ({_where(data, split)}) has {int(n[i])} {what}, more than "
+                f"the largest {what[:-1]} bucket {largest[what]} ({field}; {big.size} graph(s) of "
+                f"the {split} split are larger): {fix}"
+            )
+
+
+def _feature_names(data: tasks.Data, kind: str, width: int) -> list[str]:
+    names = data.description.get(f"{kind}_feature_names")
+    ogb = featurize.ATOM_FEATURES if kind == "node" else featurize.BOND_FEATURES
+    if names is None and width == len(ogb):
+        names = [f.name for f in ogb]
+    return (
+        list(names)
+        if names is not None and len(names) == width
+        else [f"column {c}" for c in range(width)]
+    )
+
+
+def check_features(data: tasks.Data, config) -> None:
+    """`DataError` (`ConfigError` for a count mismatch) when a node or edge feature id of any
+    split has no row in the model's embedding table of that feature (`config.model.atom_dims`,
+    `bond_dims`: ids in [0, size)): the table lookup would clamp it to another id silently."""
+    m = config.model
+    for kind, field, key, ptr, default in (
+        ("node", "atom_dims", "node_feat", "node_ptr", featurize.atom_feature_dims),
+        ("edge", "bond_dims", "edge_feat", "edge_ptr", featurize.bond_feature_dims),
+    ):
+        dims = tuple(int(x) for x in (m.get(field) or default()))
+        for split, ds in _splits(data):
+            feat = np.asarray(ds.arrays[key])
+            feat = feat.reshape(feat.shape[0], int(np.prod(feat.shape[1:])))
+            if feat.shape[1] != len(dims):
+                sizes = data.description.get(f"{kind}_feature_dims")
+                raise errors.ConfigError(
+                    f"config.model.{field}={dims}: {len(dims)} {kind} features, but the "
+                    f"{split} graphs ({_where(data, split)}) have {feat.shape[1]}"
+                    + (f" (sizes {list(sizes)})" if sizes else "")
+                    + f"; set config.model.{field} to the data's feature sizes (a recipe's "
+                    "source= argument does, e.g. graphs/zinc.py:source=official)"
+                )
+            if not len(feat):
+                continue
+            wrong = np.flatnonzero((feat.min(axis=0) < 0) | (feat.max(axis=0) >= np.asarray(dims)))
+            if not wrong.size:
+                continue
+            c = int(wrong[0])
+            column = feat[:, c]
+            entries = np.flatnonzero((column < 0) | (column >= dims[c]))
+            graphs = np.unique(np.searchsorted(ds.arrays[ptr], entries, side="right") - 1)
+            name = _feature_names(data, kind, feat.shape[1])[c]
+            where = f"{split} example {int(graphs[0])} ({_where(data, split)})"
+            raise errors.DataError(
+                f"{where}: {kind} feature {name} is "
+                f"{int(column[entries[0]])}, outside [0, {dims[c]}), the rows of its embedding "
+                f"table (config.model.{field}[{c}]={dims[c]}; {graphs.size} graph(s) of the "
+                f"{split} split, ids from {int(column.min())} to {int(column.max())}): the "
+                f"lookup would clamp it to another id; raise config.model.{field}[{c}] or fix "
+                "the data"
+            )
+
+
 def _standin(data: tasks.Data, note: str) -> tasks.Data:
     description = dict(data.description)
     description["standin"] = note
@@ -282,11 +399,20 @@ class PcqmRegression(GraphTask):
         d = config.data
         if d.source == "official":
             return pcqm.load_pcqm(
-                d.dir, version=d.version, max_train=int(d.num_train), collate=collate
+                d.dir,
+                version=d.version,
+                max_train=int(d.num_train),
+                collate=collate,
+                drop_invalid=bool(d.get("drop_invalid", False)),
             )
         sizes = (int(d.num_train) or None, int(d.num_val), int(d.num_test))  # None: the rest
         data = pcqm.load(
-            d.dir, source_file=d.source_file or None, sizes=sizes, seed=d.seed, collate=collate
+            d.dir,
+            source_file=d.source_file or None,
+            sizes=sizes,
+            seed=d.seed,
+            collate=collate,
+            drop_invalid=bool(d.get("drop_invalid", False)),
         )
         return _standin(
             data,
@@ -303,7 +429,12 @@ class _Peptides(GraphTask):
 
         d = config.data
         if d.source == "official":
-            return peptides.load_peptides(d.dir, kind=self.kind, collate=collate)
+            return peptides.load_peptides(
+                d.dir,
+                kind=self.kind,
+                collate=collate,
+                drop_invalid=bool(d.get("drop_invalid", False)),
+            )
         data = peptides.load(
             d.dir,
             kind=self.kind,

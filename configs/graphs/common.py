@@ -26,6 +26,10 @@ def data(source: str = "standin", **fields) -> ml_collections.ConfigDict:
     d.source = source  # standin (offline substitute) | official (the files under `dir`)
     d.dir = ""  # data root: official files / the stand-in's cache ($ATTNBENCH_DATA default)
     d.seed = 0  # the stand-in's sampling seed
+    # Molecules whose SMILES RDKit cannot parse (official PCQM4M(v2) and Peptides files, the QM9
+    # stand-in): False = an error naming the file, the count and the first few; True = leave them
+    # out, with a line on stderr per split and `dropped` (count, of, file) in the run summary.
+    d.drop_invalid = False
     d.max_nodes = 40  # largest node bucket; larger graphs are an error naming them
     # Node buckets below max_nodes; () = graphs.data.batching.NODE_BUCKETS (steps of 4 up to 64,
     # then 16). Edge buckets are `edge_factor` x the node buckets.

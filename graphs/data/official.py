@@ -16,9 +16,19 @@ Featurisation of SMILES runs in chunks in a "spawn" process pool (`workers`; the
 hold JAX threads), each chunk packed (shortest paths included) in its worker, with progress
 lines on stderr for builds that run longer than a few seconds. Shortest paths are
 `batching.shortest_path_distances`' for graphs of up to 64 nodes and scipy's breadth-first
-search for larger ones (peptides: seconds instead of hours; the same distances). A SMILES
-RDKit rejects is skipped and listed in the description (`skipped`) and in the cache's
-`skipped.json`.
+search for larger ones (peptides: seconds instead of hours; the same distances).
+
+No bad input is read silently. A SMILES RDKit cannot parse or featurise is an error naming the
+file, the count and the first few (`DataError`), unless the reader is given `drop_invalid=True`
+(`config.data.drop_invalid`): then those molecules are left out, one line per split on stderr
+says how many of how many in which file, and the description's `dropped` records it (per split:
+`count`, `of`, `file`, `reason`, `first`). The build records every rejected molecule in the
+cache's `skipped.json` either way, so a cached build is held to the same rule and switching
+`drop_invalid` reuses the cache. Each split is checked when it is built and again when it is
+read from the cache (`Layout.check`; a cache written before these checks is held to them too):
+its targets are finite numbers (binary labels 0 or 1), its node and edge feature ids lie in the
+dataset's vocabulary (the embedding tables' sizes), and no split is empty. Each error names the
+file, the row (or molecule) and the column, and says what to do.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import collections
 import concurrent.futures
 import contextlib
 import csv
+import dataclasses
 import gzip
 import json
 import math
@@ -36,7 +47,7 @@ import pathlib
 import sys
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -49,7 +60,7 @@ _CACHE_VERSION = 1  # bump when the cached arrays of a given spec change
 _PROGRESS_EVERY = 5.0  # seconds between progress lines
 # Splits smaller than this are featurised in-process (a spawn pool takes seconds to start).
 _POOL_MIN = {"pcqm": 4_000, "peptides": 500}
-_SKIPPED_SHOWN = 5  # skipped molecules listed in the description
+_SHOWN = 3  # offending rows named in a message or listed in the description
 
 
 def _root(root: str | os.PathLike) -> pathlib.Path:
@@ -151,12 +162,17 @@ def _featurize(
     chunk: int,
     pool_min: int,
     label: str,
+    path: pathlib.Path,
+    split: str,
 ) -> tuple[dict, list[tuple[int, str]]]:
     """Packed arrays of the OGB graphs of `smiles` (with per-graph `target` and `index`), in
     order, and the (index, reason) of the molecules RDKit rejects. Chunks of `chunk` molecules
     run in `pool` when it has several workers and there are at least `pool_min` molecules,
-    at most `2 * workers` chunks ahead of the one being collected."""
+    at most `2 * workers` chunks ahead of the one being collected. `DataError` naming `path`
+    (the file the SMILES came from) and `split` when RDKit rejects every one of them."""
     n = len(smiles)
+    if not n:
+        raise errors.DataError(f"{path}: split {split!r} has no molecules; the split is empty")
     tasks_ = [
         (list(smiles[lo : lo + chunk]), index[lo : lo + chunk], target[lo : lo + chunk], spd)
         for lo in range(0, n, chunk)
@@ -196,15 +212,145 @@ def _featurize(
                 future.cancel()
     progress.update(done, final=True)
     if not parts:
-        raise errors.DataError(f"{label}: RDKit rejected every molecule ({skipped[:3]} ...)")
+        raise errors.DataError(
+            f"{path}: RDKit cannot parse any of the {n} molecules of split {split!r} "
+            f"({_first(skipped, 'data row')}), so the split would be empty; fix those SMILES or "
+            "download the file again"
+        )
     return _concat(parts), skipped
 
 
+def _first(items: Sequence[tuple[int, str]], row: str) -> str:
+    """The first few (position, reason) pairs, for a message."""
+    text = "; ".join(f"{row} {int(i)}: {_short(reason)}" for i, reason in items[:_SHOWN])
+    return text + (f"; {len(items) - _SHOWN} more" if len(items) > _SHOWN else "")
+
+
+def _short(text: str, limit: int = 120) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _rows(rows: np.ndarray) -> str:
+    shown = ", ".join(str(int(r)) for r in rows[:_SHOWN])
+    return shown + (f" and {len(rows) - _SHOWN} more" if len(rows) > _SHOWN else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """What the checks of an official dataset's splits name, and hold them to (`check`).
+
+    Attributes:
+      dataset: its name in messages and stderr lines ("ZINC", "PCQM4Mv2", "Peptides-func").
+      files: the file each split's examples were read from (split -> path).
+      row: what an example is called in that file ("molecule", "data row"), numbered by the
+        split's `index` array (its position in the file).
+      targets: the names of the target entries (one per column of `target`).
+      node_features, node_dims, edge_features, edge_dims: the feature columns' names and
+        vocabulary sizes (ids in [0, dim): the rows of their embedding tables).
+      fix: what to do about a bad file ("download <url> again").
+      binary: the targets are labels that must be 0 or 1.
+    """
+
+    dataset: str
+    files: Mapping[str, pathlib.Path]
+    row: str
+    targets: Sequence[str]
+    node_features: Sequence[str]
+    node_dims: Sequence[int]
+    edge_features: Sequence[str]
+    edge_dims: Sequence[int]
+    fix: str
+    binary: bool = False
+
+    def where(self, split: str, rows: np.ndarray | None, g: int) -> str:
+        what = f"{self.row} {int(rows[g])}" if rows is not None else f"example {g}"
+        return f"{self.files[split]}, {what} (split {split!r})"
+
+    def check(self, split: str, arrays: Mapping[str, np.ndarray]) -> None:
+        """`DataError` naming the file, the row and the column of the first bad value of one
+        split's packed arrays (with `target`, and `index` naming the rows)."""
+        rows = arrays.get("index")
+        self.check_targets(split, arrays["target"], rows)
+        self.check_features(split, arrays, rows)
+
+    def check_targets(self, split: str, target, rows: np.ndarray | None = None) -> None:
+        """Every target a finite number (and 0 or 1 when `binary`)."""
+        values = np.asarray(target)
+        values = values.reshape(values.shape[0], int(np.prod(values.shape[1:])))
+        bad, what = ~np.isfinite(values), "not a finite number"
+        rule = "every target must be a finite number"
+        if self.binary and not bad.any():
+            bad, what = (values != 0) & (values != 1), "not 0 or 1"
+            rule = f"{self.dataset}'s labels are 0 or 1"
+        if not bad.any():
+            return
+        graphs = np.flatnonzero(bad.any(axis=1))
+        g = int(graphs[0])
+        c = int(np.flatnonzero(bad[g])[0])
+        column = self.targets[c] if len(self.targets) == values.shape[1] else f"target {c}"
+        raise errors.DataError(
+            f"{self.where(split, rows, g)}: {column} is {float(values[g, c]):g}, {what}"
+            f"{self._all(graphs, rows)}; {rule}: fix the file or {self.fix}"
+        )
+
+    def _all(self, graphs: np.ndarray, rows: np.ndarray | None) -> str:
+        if len(graphs) < 2:
+            return ""
+        named = _rows(graphs if rows is None else rows[graphs])
+        return f" ({len(graphs)} {self.row}s of the split: {named})"
+
+    def check_features(
+        self, split: str, arrays: Mapping[str, np.ndarray], rows: np.ndarray | None = None
+    ) -> None:
+        """Every node and edge feature id in [0, its vocabulary size)."""
+        for key, ptr, names, dims, what in (
+            ("node_feat", "node_ptr", self.node_features, self.node_dims, "node"),
+            ("edge_feat", "edge_ptr", self.edge_features, self.edge_dims, "edge"),
+        ):
+            feat = np.asarray(arrays[key])
+            feat = feat.reshape(feat.shape[0], int(np.prod(feat.shape[1:])))
+            if feat.shape[1] != len(dims):
+                raise errors.DataError(
+                    f"{self.files[split]} (split {split!r}): {feat.shape[1]} {what} feature "
+                    f"columns, expected {len(dims)} ({', '.join(names)}); {self.fix}"
+                )
+            if not len(feat):
+                continue
+            low, high = feat.min(axis=0), feat.max(axis=0)
+            wrong = np.flatnonzero((low < 0) | (high >= np.asarray(dims)))
+            if not wrong.size:
+                continue
+            c = int(wrong[0])
+            column = feat[:, c]
+            entries = np.flatnonzero((column < 0) | (column >= dims[c]))
+            graphs = np.unique(np.searchsorted(arrays[ptr], entries, side="right") - 1)
+            raise errors.DataError(
+                f"{self.where(split, rows, int(graphs[0]))}: {what} feature {names[c]} is "
+                f"{int(column[entries[0]])}, outside [0, {dims[c]}), the {dims[c]} ids of "
+                f"{self.dataset}'s {names[c]}{self._all(graphs, rows)}; an embedding table would "
+                f"clamp it to another id: fix the file or {self.fix}"
+            )
+
+
+def _split_positions(
+    value, path: pathlib.Path, key: str, size: int | None, *, split: str, fix: str
+) -> np.ndarray:
+    """`_index_array`, and a `DataError` naming the file when the split lists no molecule."""
+    positions = _index_array(value, path, key, size)
+    if not positions.size:
+        raise errors.DataError(
+            f"{path}: split {key!r} lists no molecules (0 indices), so the {split} split would "
+            f"be empty; {fix}"
+        )
+    return positions
+
+
 def _load_splits(
-    directory: pathlib.Path, names: Sequence[str]
+    directory: pathlib.Path, names: Sequence[str], layout: Layout
 ) -> tuple[dict[str, batching.PackedGraphs], dict]:
     """The cached splits as `PackedGraphs` (graph arrays, `spd` when built, and `target`),
-    with per-split statistics."""
+    each checked (`layout.check`), with per-split statistics."""
     splits, stats = {}, {}
     for split in names:
         path = directory / f"{split}.npz"
@@ -216,6 +362,9 @@ def _load_splits(
             )
         except ValueError as e:
             raise cache.DataError(f"{e}; delete {directory} to rebuild") from e
+        if not len(splits[split]):
+            raise cache.DataError(f"{path}: no graphs; delete {directory} to rebuild")
+        layout.check(split, arrays)
         nodes = splits[split].num_nodes
         target = arrays["target"].astype(np.float64)
         stats[split] = dict(
@@ -229,14 +378,51 @@ def _load_splits(
     return splits, stats
 
 
-def _skipped_summary(directory: pathlib.Path) -> dict:
+def _dropped(
+    directory: pathlib.Path, names: Sequence[str], stats: dict, layout: Layout, drop_invalid: bool
+) -> dict:
+    """The description's `dropped` (per split with molecules RDKit rejected, from the cache's
+    `skipped.json`), with one line on stderr per such split; without `drop_invalid`, a
+    `DataError` naming each such split's file, count and first molecules."""
     path = directory / "skipped.json"
-    skipped = json.loads(path.read_text()) if path.exists() else {}
-    return {
-        split: {"count": len(items), "first": items[:_SKIPPED_SHOWN]}
-        for split, items in skipped.items()
-        if items
-    }
+    try:
+        skipped = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, ValueError) as e:
+        raise cache.DataError(f"{path}: unreadable ({e}); delete {directory} to rebuild") from e
+    dropped, problems = {}, []
+    for split in names:
+        items = skipped.get(split) or []
+        if not items:
+            continue
+        count, file = len(items), layout.files[split]
+        of = count + stats[split]["graphs"]
+        if not drop_invalid:
+            problems.append(
+                f"{file}: RDKit cannot parse {count} of the {of} molecules of split {split!r} "
+                f"({_first(items, layout.row)})"
+            )
+            continue
+        print(
+            f"[{layout.dataset}] dropped {count} of {of} molecules RDKit cannot parse in {file} "
+            f"(split {split})",
+            file=sys.stderr,
+            flush=True,
+        )
+        dropped[split] = {
+            "count": count,
+            "of": of,
+            "file": str(file),
+            "reason": "RDKit cannot parse or featurise their SMILES; left out "
+            "(config.data.drop_invalid=True)",
+            "first": [f"{layout.row} {int(i)}: {_short(r)}" for i, r in items[:_SHOWN]],
+        }
+    if problems:
+        raise errors.DataError(
+            "; ".join(problems) + "; fix those SMILES, or set config.data.drop_invalid=True "
+            "(drop_invalid=True) to leave them out: a line on stderr and the run summary then "
+            "say how many of each split"
+        )
+    return dropped
 
 
 def _ogb_features() -> str:
@@ -255,6 +441,25 @@ def _ogb_dims() -> dict:
         "node_feature_dims": featurize.atom_feature_dims(),
         "edge_feature_dims": featurize.bond_feature_dims(),
     }
+
+
+def _ogb_layout(dataset: str, files: Mapping[str, pathlib.Path], targets, fix: str, *,
+                binary: bool = False) -> Layout:  # fmt: skip
+    """The `Layout` of a dataset of OGB `smiles2graph` graphs read from csv data rows."""
+    from graphs.data import featurize
+
+    return Layout(
+        dataset=dataset,
+        files=files,
+        row="data row",
+        targets=tuple(targets),
+        node_features=tuple(f.name for f in featurize.ATOM_FEATURES),
+        node_dims=tuple(featurize.atom_feature_dims()),
+        edge_features=tuple(f.name for f in featurize.BOND_FEATURES),
+        edge_dims=tuple(featurize.bond_feature_dims()),
+        fix=fix,
+        binary=binary,
+    )
 
 
 @contextlib.contextmanager
@@ -362,13 +567,15 @@ def _data(
     description: dict,
     collate,
     *,
+    layout: Layout,
+    drop_invalid: bool = False,
     test_is: str | None = None,
 ) -> tasks.Data:
-    splits, stats = _load_splits(directory, names)
+    splits, stats = _load_splits(directory, names, layout)
     description = dict(description, cache=f"graphs/{directory.name}", splits=stats)
-    skipped = _skipped_summary(directory)
-    if skipped:
-        description["skipped"] = skipped
+    dropped = _dropped(directory, names, stats, layout, drop_invalid)
+    if dropped:
+        description["dropped"] = dropped
     return tasks.Data(
         train=splits["train"],
         val=splits["val"],

@@ -41,12 +41,13 @@ gap has mean 6.858 eV, std 1.284 eV.
 
 Graphs: each SMILES becomes OGB's `smiles2graph` graph (`graphs.data.featurize`, PCQM4Mv2's
 featurisation) with its shortest-path distances (`graphs.data.batching.pack`). A SMILES RDKit
-cannot parse or featurise is skipped; the count, and the first few skipped molecules, are in the
-description (`skipped`) and all of them in the cache's `skipped.json`. (RDKit 2026.09.1 parses
-and featurises all 130,831.)
+cannot parse or featurise is an error naming its file and line, unless `drop_invalid=True`
+(`config.data.drop_invalid`): then it is skipped, a line on stderr per split says how many, and
+the description's `dropped` (per split) and `skipped` (count, examined, first few) record them,
+all of them in the cache's `skipped.json`. (RDKit 2026.09.1 parses and featurises all 130,831.)
 
 Split: `numpy.random.default_rng(seed).permutation(number of rows)`, over the rows of the files
-in order (part1, part2, part3). Walking that order and dropping skipped molecules, the first
+in order (part1, part2, part3). Walking that order and skipping rejected molecules, the first
 `sizes[1]` molecules are val, the next `sizes[2]` test, and the rest train (`sizes[0]` or
 `num_train` of them when given). Val and test come first so that they do not depend on
 `num_train`: a CPU run on 5,000 training molecules is scored on the same molecules as a full run
@@ -78,6 +79,7 @@ import json
 import multiprocessing
 import os
 import pathlib
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -138,11 +140,16 @@ def load_pcqm(
     workers: int | None = None,
     cache_dir: str | os.PathLike | None = None,
     collate: batching.GraphCollate | None = None,
+    drop_invalid: bool = False,
 ) -> tasks.Data:
     """PCQM4Mv2 (`version="v2"`) or PCQM4M (`"v1"`) from OGB-LSC's files, as a
     `attnbench.tasks.Data` (`source="official"`) of `PackedGraphs` of OGB graphs with `spd` and a
     float32 `target` (HOMO-LUMO gap, eV). train = OGB `train`, val = OGB `valid`, test = OGB
     `valid` too (the test splits have no public labels; the description says so).
+
+    `DataError` naming the file and the row for a molecule of train or valid without a finite
+    `homolumogap`, for an empty split, and for SMILES RDKit cannot parse unless `drop_invalid`
+    (`graphs.data.official`'s docstring).
 
     Args:
       root: the dataset folder (`pcqm4m-v2/`, v1 `pcqm4m_kddcup2021/`, holding
@@ -154,6 +161,8 @@ def load_pcqm(
       workers: featurisation processes (default: the usable cores, at most 8).
       cache_dir: where the `graphs/` cache folder goes (default `root`).
       collate: the batches' collate (default `GraphCollate()`).
+      drop_invalid: leave out the molecules RDKit cannot parse (a line on stderr per split, the
+        description's `dropped`) instead of refusing the data.
     """
     rdkit = extras.require("rdkit", "reading PCQM4M (graphs.data.pcqm.load_pcqm)")
 
@@ -180,12 +189,19 @@ def load_pcqm(
         rdkit=rdkit.__version__,
     )
     label = layout["folder"]
+    fix = f"download {url} and unzip it again"
+    checks = official._ogb_layout(
+        "PCQM4Mv2" if version == "v2" else "PCQM4M",
+        {"train": csv_path, "val": csv_path},
+        ("homolumogap",),
+        fix,
+    )
 
     def write(tmp: pathlib.Path) -> None:
         split = official._split_dict(split_path, layout["keys"], torch_save=True)
         positions = {
-            "train": official._index_array(split["train"], split_path, "train", None),
-            "val": official._index_array(split["valid"], split_path, "valid", None),
+            name: official._split_positions(split[key], split_path, key, None, split=name, fix=fix)
+            for name, key in (("train", "train"), ("val", "valid"))
         }
         if max_train:
             positions["train"] = positions["train"][: int(max_train)]
@@ -212,12 +228,7 @@ def load_pcqm(
                     )
                 smiles = [rows[int(p)][0] for p in pos]
                 gaps = np.asarray([rows[int(p)][1] for p in pos], np.float64)
-                bad = np.flatnonzero(~np.isfinite(gaps))
-                if bad.size:
-                    raise cache.DataError(
-                        f"{csv_path}: molecules {pos[bad[:5]].tolist()} of split {name!r} have no "
-                        "homolumogap label"
-                    )
+                checks.check_targets(name, gaps, pos)  # before featurising
                 arrays, skipped[name] = official._featurize(
                     smiles,
                     pos,
@@ -227,7 +238,10 @@ def load_pcqm(
                     chunk=5_000,
                     pool_min=official._POOL_MIN["pcqm"],
                     label=f"{label} {name}",
+                    path=csv_path,
+                    split=name,
                 )
+                checks.check(name, arrays)
                 cache.save_arrays(tmp / f"{name}.npz", arrays)
         (tmp / "skipped.json").write_text(json.dumps(skipped))
 
@@ -245,7 +259,15 @@ def load_pcqm(
         "features": official._ogb_features(),
         **official._ogb_dims(),
     }
-    return official._data(directory, ("train", "val"), description, collate, test_is="val")
+    return official._data(
+        directory,
+        ("train", "val"),
+        description,
+        collate,
+        layout=checks,
+        drop_invalid=drop_invalid,
+        test_is="val",
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -426,6 +448,47 @@ def _check_sizes(sizes: Sequence[int | None], num_train: int | None) -> tuple:
     return out
 
 
+def _dropped(report: dict, stats: dict, drop_invalid: bool) -> dict:
+    """`{"dropped": {split: {count, of, file, reason, first}}}` for the molecules RDKit rejected
+    (the build's `skipped.json` report), with a line on stderr per split; `{}` when none; a
+    `DataError` naming them without `drop_invalid`."""
+    skipped = report["skipped"]
+    if not skipped:
+        return {}
+    first = [f"{s['where']}: {official._short(s['error'])}" for s in skipped[: official._SHOWN]]
+    more = len(skipped) - len(first)
+    if not drop_invalid:
+        files = sorted({s["where"].rsplit(", line ", 1)[0] for s in skipped})
+        raise cache.DataError(
+            f"{', '.join(files)}: RDKit cannot parse {len(skipped)} of the {report['examined']} "
+            f"molecules the splits drew from ({'; '.join(first)}{f'; {more} more' if more else ''}"
+            "); fix those SMILES, or set config.data.drop_invalid=True (drop_invalid=True) to "
+            "leave them out: a line on stderr and the run summary then say how many of each split"
+        )
+    dropped = {}
+    for split in (*SPLITS, "all"):  # "all": a cache built before splits were recorded
+        items = [s for s in skipped if s.get("split", "all") == split]
+        if not items:
+            continue
+        of = len(items) + (stats[split]["graphs"] if split in stats else report["examined"])
+        file = ", ".join(sorted({s["where"].rsplit(", line ", 1)[0] for s in items}))
+        print(
+            f"[qm9-like] dropped {len(items)} of {of} molecules RDKit cannot parse in {file} "
+            f"(split {split})",
+            file=sys.stderr,
+            flush=True,
+        )
+        dropped[split] = {
+            "count": len(items),
+            "of": of,
+            "file": file,
+            "reason": "RDKit cannot parse or featurise their SMILES; left out "
+            "(config.data.drop_invalid=True), the walk taking the next molecule instead",
+            "first": [s["where"] for s in items[: official._SHOWN]],
+        }
+    return {"dropped": dropped}
+
+
 def load(
     data_dir: str | os.PathLike = "",
     *,
@@ -435,10 +498,16 @@ def load(
     seed: int = 0,
     workers: int = 2,
     collate: batching.GraphCollate | None = None,
+    drop_invalid: bool = False,
 ) -> tasks.Data:
     """The QM9-like splits as a `attnbench.tasks.Data` (`source="standin"`): `PackedGraphs` of OGB
     graphs with `spd` and a float32 `target` (the HOMO-LUMO gap in eV), and `collate` (default
     `GraphCollate()`) for batches.
+
+    A SMILES RDKit cannot parse or featurise among the molecules the splits draw from is a
+    `DataError` naming its file, line and the count, unless `drop_invalid`: then it is left out
+    (the walk goes on to the next molecule), with a line on stderr per split it was drawn for
+    and the description's `dropped` (per split: `count`, `of`, `file`, `reason`, `first`).
 
     Args:
       data_dir: the data root (`attnbench.data.cache.data_root`); the cache is its `graphs/` folder.
@@ -448,6 +517,8 @@ def load(
       num_train: shorthand for sizes[0], for small CPU runs (val and test stay the same).
       seed: the split seed.
       workers: featurisation processes (not part of the cache key: the result is the same).
+      drop_invalid: leave out the molecules RDKit rejects instead of refusing the data (not part
+        of the cache key: the build always leaves them out and records them in `skipped.json`).
     """
     rdkit = extras.require("rdkit", "the QM9 stand-in (graphs.data.pcqm.load)")
 
@@ -498,11 +569,22 @@ def load(
                 qm9_index=mols.index[idx],
             )
             cache.save_arrays(tmp / f"{split}.npz", arrays)
+        # The split each rejected molecule was drawn for: the one being filled when the walk met
+        # it (val, then test, then train).
+        before = np.searchsorted(np.asarray(kept, np.int64), [p for p, _ in skipped])
+        drawn_for = np.where(
+            before < n_val, "val", np.where(before < n_val + n_test, "test", "train")
+        )
         report = dict(
             examined=len(kept) + len(skipped),
             skipped=[
-                dict(where=mols.where(order[p]), index=int(mols.index[order[p]]), error=e)
-                for p, e in skipped
+                dict(
+                    where=mols.where(order[p]),
+                    index=int(mols.index[order[p]]),
+                    error=e,
+                    split=str(split),
+                )
+                for (p, e), split in zip(skipped, drawn_for, strict=True)
             ],
         )
         (tmp / "skipped.json").write_text(json.dumps(report, indent=1) + "\n")
@@ -549,6 +631,7 @@ def load(
             examined=report["examined"],
             first=[s["where"] for s in report["skipped"][:5]],
         ),
+        **_dropped(report, stats, drop_invalid),
         "target": f"HOMO-LUMO gap in eV (HOMO_LUMO_gap_au x {HARTREE_EV}, CODATA 2018)",
         "features": "OGB smiles2graph: atom dims "
         f"{featurize.atom_feature_dims()}, bond dims {featurize.bond_feature_dims()}",

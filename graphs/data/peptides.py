@@ -128,6 +128,7 @@ import multiprocessing
 import os
 import pathlib
 import time
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -248,6 +249,21 @@ def _func_labels(text: str, where: str) -> list[float]:
     return values
 
 
+def _check_spread(values: np.ndarray, path: pathlib.Path, fix: str) -> None:
+    """`DataError` naming the struct column that LRGB's standardisation would turn into NaN
+    (fewer than two numbers, or one value in every row: a sample std of 0 or NaN)."""
+    with warnings.catch_warnings():  # a column of fewer than 2 numbers: NaN, refused below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        std = np.nanstd(np.asarray(values, np.float64), axis=0, ddof=1)
+    flat = np.flatnonzero(~(std > 0))
+    if flat.size:
+        raise cache.DataError(
+            f"{path}: column {STRUCT_TARGETS[flat[0]]} has no spread over the file's rows "
+            f"(sample std {std[flat[0]]:g}), so LRGB's standardisation (x - mean) / std would "
+            f"make every target of it NaN; {fix}"
+        )
+
+
 def standardize_struct(values: np.ndarray) -> np.ndarray:
     """LRGB's standardisation of the struct targets, per column over all rows: pandas'
     `(x - x.mean()) / x.std()` (sample std, ddof=1; NaN skipped), in float64."""
@@ -265,12 +281,18 @@ def load_peptides(
     workers: int | None = None,
     cache_dir: str | os.PathLike | None = None,
     collate: batching.GraphCollate | None = None,
+    drop_invalid: bool = False,
 ) -> tasks.Data:
     """LRGB Peptides-func (`kind="func"`: float32 target [10], multilabel 0/1 in
     `FUNC_CLASSES` order) or Peptides-struct (`"struct"`: float32 target [11], the
     `STRUCT_TARGETS` standardised as LRGB does) from LRGB's original files, as a
     `attnbench.tasks.Data` (`source="official"`) of `PackedGraphs` of OGB graphs with `spd`, split
     by LRGB's stratified split pickle.
+
+    `DataError` naming the file, the data row and the column for a label other than 0 or 1
+    (func: LRGB's 10 binary columns have no missing values), a target that is not a finite
+    number (struct), a struct column without spread (it cannot be standardised), an empty
+    split, and for SMILES RDKit cannot parse unless `drop_invalid` (`graphs.data.official`).
 
     Args:
       root: the folder holding the csv.gz and the split pickle, `peptides-functional/`
@@ -281,6 +303,8 @@ def load_peptides(
       workers: featurisation processes (default: the usable cores, at most 8).
       cache_dir: where the `graphs/` cache folder goes (default `root`).
       collate: the batches' collate (default `GraphCollate()`).
+      drop_invalid: leave out the molecules RDKit cannot parse (a line on stderr per split, the
+        description's `dropped`) instead of refusing the data.
     """
     rdkit = extras.require("rdkit", "reading LRGB Peptides (graphs.data.peptides.load_peptides)")
 
@@ -305,6 +329,14 @@ def load_peptides(
         rdkit=rdkit.__version__,
     )
     columns = ("smiles", "labels") if kind == "func" else ("smiles", *STRUCT_TARGETS)
+    fix = f"download {PEPTIDES_URLS[csv_path.name]} again"
+    checks = official._ogb_layout(
+        f"Peptides-{kind}",
+        {split: csv_path for split in SPLITS},
+        FUNC_CLASSES if kind == "func" else STRUCT_TARGETS,
+        fix,
+        binary=kind == "func",
+    )
 
     def write(tmp: pathlib.Path) -> None:
         smiles, targets = [], []
@@ -319,15 +351,24 @@ def load_peptides(
                 except ValueError as e:
                     raise cache.DataError(f"{where}: a target is not a number ({e})") from None
         if not smiles:
-            raise cache.DataError(f"{csv_path}: no data rows")
+            raise cache.DataError(f"{csv_path}: no data rows, so every split would be empty; {fix}")
         targets = np.asarray(targets, np.float64)
-        if kind == "struct":
-            targets = standardize_struct(targets)
         split = official._split_dict(split_path, SPLITS, torch_save=False)
+        positions = {
+            name: official._split_positions(
+                split[name], split_path, name, len(smiles), split=name,
+                fix=f"download {PEPTIDES_URLS[split_path.name]} again",
+            )
+            for name in SPLITS
+        }  # fmt: skip
+        for name, pos in positions.items():  # the file's values, before featurising
+            checks.check_targets(name, targets[pos], pos)
+        if kind == "struct":
+            _check_spread(targets, csv_path, fix)
+            targets = standardize_struct(targets)
         skipped = {}
         with official._Pool(workers) as pool:
-            for name in SPLITS:
-                pos = official._index_array(split[name], split_path, name, len(smiles))
+            for name, pos in positions.items():
                 arrays, skipped[name] = official._featurize(
                     [smiles[p] for p in pos],
                     pos,
@@ -337,7 +378,10 @@ def load_peptides(
                     chunk=100,
                     pool_min=official._POOL_MIN["peptides"],
                     label=f"peptides-{kind} {name}",
+                    path=csv_path,
+                    split=name,
                 )
+                checks.check(name, arrays)
                 cache.save_arrays(tmp / f"{name}.npz", arrays)
         (tmp / "skipped.json").write_text(json.dumps(skipped))
 
@@ -355,7 +399,9 @@ def load_peptides(
         "features": official._ogb_features(),
         **official._ogb_dims(),
     }
-    return official._data(directory, SPLITS, description, collate)
+    return official._data(
+        directory, SPLITS, description, collate, layout=checks, drop_invalid=drop_invalid
+    )
 
 
 # --------------------------------------------------------------------------------------------

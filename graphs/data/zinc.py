@@ -138,14 +138,48 @@ def zinc_graph(molecule, where: str = "molecule") -> tuple[dict, float]:
 
 
 def _zinc_index(path: pathlib.Path, size: int) -> np.ndarray:
+    """The molecule positions a `<split>.index` file lists; `DataError` naming the file for one
+    that is unreadable, not UTF-8 text, not a comma-separated list of integers, empty, or
+    pointing past the split's `size` molecules."""
     # PyG: [int(x) for x in f.read()[:-1].split(',')]; benchmarking-gnns: the first csv row.
     # Stripping whitespace is the same on the official files and safe without a final newline.
-    text = path.read_text().strip()
+    split = path.name.removesuffix(".index")
+    fix = f"download {ZINC_INDEX_URL.format(split=split)} again"
+    try:
+        text = path.read_bytes().decode("utf-8").strip()
+    except UnicodeDecodeError as e:
+        raise cache.DataError(
+            f"{path}: not a text file of comma-separated molecule indices (not UTF-8: {e}); {fix}"
+        ) from None
+    except OSError as e:
+        raise cache.DataError(f"{path}: cannot read it ({e}); {fix}") from None
     try:
         values = [int(x) for x in text.split("\n")[0].split(",") if x.strip()]
     except ValueError as e:
-        raise cache.DataError(f"{path}: not a comma-separated list of indices ({e})") from None
-    return official._index_array(values, path, path.stem, size)
+        raise cache.DataError(
+            f"{path}: not a comma-separated list of indices ({e}); {fix}"
+        ) from None
+    if not values:
+        raise cache.DataError(
+            f"{path}: {'empty file' if not text else 'no indices'}, so the {split} split would "
+            f"have no molecules; {fix}, or read every molecule of {split}.pickle with "
+            "subset=False (config.data.subset=False)"
+        )
+    return official._index_array(values, path, split, size)
+
+
+def _layout(files: dict) -> official.Layout:
+    return official.Layout(
+        dataset="ZINC",
+        files={split: files[split] for split in SPLITS},
+        row="molecule",
+        targets=("logP_SA_cycle_normalized",),
+        node_features=("atom_type",),
+        node_dims=(ZINC_NODE_TYPES,),
+        edge_features=("bond_type",),
+        edge_dims=(ZINC_EDGE_TYPES,),
+        fix=f"download {ZINC_URL} and unzip it again",
+    )
 
 
 def load_zinc(
@@ -170,6 +204,11 @@ def load_zinc(
       spd: also compute and store shortest-path distances.
       cache_dir: where the `graphs/` cache folder goes (default `root`).
       collate: the batches' collate (default `GraphCollate()`).
+
+    `DataError` naming the file, the molecule and the field for an atom type outside
+    [0, `ZINC_NODE_TYPES`), a bond type outside [0, `ZINC_EDGE_TYPES`) or a target that is not a
+    finite number, and naming the file for an index file that is not UTF-8 text or lists no
+    molecule (`graphs.data.official.Layout`; checked on every load, cached or not).
     """
     base = official._root(root)
     folder = next((base / f for f in _ZINC_FOLDERS if (base / f / "train.pickle").is_file()), None)
@@ -192,6 +231,7 @@ def load_zinc(
         subset=bool(subset),
         spd=bool(spd),
     )
+    layout = _layout(files)
 
     def write(tmp: pathlib.Path) -> None:
         for split in SPLITS:
@@ -206,6 +246,11 @@ def load_zinc(
                 if subset
                 else np.arange(len(molecules))
             )
+            if not len(positions):
+                raise cache.DataError(
+                    f"{path}: no molecules, so the {split} split would be empty; unzip "
+                    f"{ZINC_URL} again"
+                )
             graphs, targets = [], []
             for i in positions:
                 graph, target = zinc_graph(molecules[i], f"{path}, molecule {i}")
@@ -214,6 +259,7 @@ def load_zinc(
             arrays = batching.pack(
                 graphs, spd=spd, target=np.asarray(targets, np.float32), index=positions
             )
+            layout.check(split, arrays)  # atom and bond types in range, targets finite
             cache.save_arrays(tmp / f"{split}.npz", arrays)
 
     name = "zinc-12k-official" if subset else "zinc-full-official"
@@ -227,8 +273,10 @@ def load_zinc(
         "4 types counting no bond); edges = nonzero bond_type entries",
         "node_feature_dims": [ZINC_NODE_TYPES],
         "edge_feature_dims": [ZINC_EDGE_TYPES],
+        "node_feature_names": ["atom_type"],
+        "edge_feature_names": ["bond_type"],
     }
-    return official._data(directory, SPLITS, description, collate)
+    return official._data(directory, SPLITS, description, collate, layout=layout)
 
 
 # --------------------------------------------------------------------------------------------

@@ -2,11 +2,16 @@
 file in MOSES' layout (softmax and GFSA, both in the slow tier), and the recipes say what they
 should."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from attnbench import config as config_lib
 from attnbench import errors, tasks, train
+from tests.conftest import ROOT
 from tests.graphs.data.test_zinc import SMILES, write_smiles
 
 
@@ -94,6 +99,7 @@ def _pcqm_smoke(arg, tmp_path):
     config = config_lib.load(f"graphs/pcqm.py:preset=smoke,{arg}")
     config.data.dir = str(tmp_path / "data")
     config.data.source_file = str(write_csv(tmp_path / "qm9_part1.csv", MOLECULES))
+    config.data.drop_invalid = True  # MOLECULES holds one SMILES RDKit cannot parse
     config.data.num_train, config.data.num_val, config.data.num_test = 3, 2, 2
     config.batch_size, config.eval_batch_size = 2, 2
     config.total_steps, config.eval_every = 4, 4
@@ -196,3 +202,124 @@ def test_peptides_smoke_trains_gps_with_gfsa(tmp_path):
     summary = train.train_and_evaluate(config, tmp_path / "run")
     assert summary["attention"]["name"] == "gfsa"
     assert 0.0 <= summary["metrics"]["test_best"]["ap"] <= 1.0
+
+
+# Issue 32: no bad input read silently. The official ZINC files of test_zinc.py (atoms 1-3,
+# edges 0-6 per molecule; train = chain, single; val = chain; test = pair).
+
+
+def _official_zinc(tmp_path, *overrides):
+    from tests.graphs.data.test_zinc import write_zinc
+
+    write_zinc(tmp_path / "data" / "molecules")
+    config = config_lib.load("graphs/zinc.py:preset=smoke,source=official")
+    config_lib.override(config, {"data.dir": str(tmp_path / "data"), **dict(overrides)})
+    return config
+
+
+def test_a_graph_above_the_largest_bucket_is_found_when_the_data_is_loaded(tmp_path):
+    """It raised at the test evaluation, after training; now when any split is loaded."""
+    task = tasks.get("graphs.zinc")
+    config = _official_zinc(tmp_path, ("data.max_nodes", 2), ("data.node_buckets", ()))
+    with pytest.raises(
+        errors.DataError,
+        match=r"train example 0 \(.*molecules/train.pickle\) has 3 nodes, more than the largest "
+        r"node bucket 2 \(config.data.max_nodes=2; 1 graph\(s\) of the train split are "
+        r"larger\): raise config.data.max_nodes to at least 3",
+    ):
+        task.load_data(config)
+    config = _official_zinc(tmp_path, ("data.max_nodes", 3), ("data.edge_factor", 1))
+    with pytest.raises(
+        errors.DataError,
+        match=r"train example 0 \(.*\) has 4 edges, more than the largest edge bucket 3 "
+        r"\(config.data.edge_factor=1 x config.data.max_nodes=3; .*raise config.data.edge_factor "
+        r"to at least 2",
+    ):
+        task.load_data(config)
+    # Only a test graph too large (a 5-atom path): the run trained, then failed at the test
+    # evaluation; now the load names it.
+    from tests.graphs.data.test_zinc import replace_molecule, zinc_molecule
+
+    config = _official_zinc(tmp_path / "path", ("data.max_nodes", 4))
+    path = np.eye(5, k=1, dtype=np.int64) + np.eye(5, k=-1, dtype=np.int64)
+    replace_molecule(
+        tmp_path / "path" / "data" / "molecules", "test", 0, zinc_molecule([1] * 5, path, 0.0)
+    )
+    with pytest.raises(
+        errors.DataError,
+        match=r"test example 0 \(.*molecules/test.pickle\) has 5 nodes, more than the largest "
+        r"node bucket 4 \(config.data.max_nodes=4; .*at least 5",
+    ):
+        task.load_data(config)
+
+
+def test_feature_ids_beyond_the_models_tables_are_refused(tmp_path):
+    """Ids the data has but the model's embedding table lacks (JAX clamps them silently)."""
+    task = tasks.get("graphs.zinc")
+    config = _official_zinc(tmp_path, ("model.atom_dims", (4,)))  # train: atom types 0-2, 4
+    with pytest.raises(
+        errors.DataError,
+        match=r"train example 1 \(.*train.pickle\): node feature atom_type is 4, outside "
+        r"\[0, 4\), the rows of its embedding table \(config.model.atom_dims\[0\]=4; .*raise "
+        r"config.model.atom_dims\[0\]",
+    ):
+        task.load_data(config)
+    config = _official_zinc(tmp_path, ("model.bond_dims", (2,)))  # the chain's bond of type 2
+    with pytest.raises(errors.DataError, match=r"edge feature bond_type is 2, outside \[0, 2\)"):
+        task.load_data(config)
+    # ZINC's one-column features under OGB's 9 tables (source=official set by an override
+    # instead of the recipe's argument): the columns would broadcast against the offsets.
+    config = config_lib.load("graphs/zinc.py:preset=smoke")
+    config_lib.override(config, {"data.source": "official", "data.dir": str(tmp_path / "data")})
+    with pytest.raises(
+        errors.ConfigError,
+        match=r"config.model.atom_dims=\(119, 5, .*\): 9 node features, but the train graphs "
+        r"\(.*\) have 1 \(sizes \[28\]\); .*graphs/zinc.py:source=official",
+    ):
+        task.load_data(config)
+
+
+@pytest.mark.parametrize("recipe", ["zinc.py", "pcqm.py", "peptides.py:kind=func"])
+def test_drop_invalid_defaults_to_false(recipe):
+    config = config_lib.load(f"graphs/{recipe}")
+    assert config.data.drop_invalid is False
+
+
+def test_drop_invalid_reaches_the_reader_and_the_summary(tmp_path):
+    from tests.graphs.data.test_peptides import PEPTIDES, write_peptides
+
+    write_peptides(tmp_path / "data", "func", smiles=["C1CC", *PEPTIDES[1:]])
+    config = config_lib.load("graphs/peptides.py:preset=smoke,kind=func,source=official")
+    config_lib.override(config, {"data.dir": str(tmp_path / "data")})
+    task = tasks.get("graphs.peptides_func")
+    with pytest.raises(errors.DataError, match="RDKit cannot parse 1 of the 2 molecules"):
+        task.load_data(config)
+    config_lib.override(config, {"data.drop_invalid": True})
+    data = task.load_data(config)
+    assert len(data.train) == 1
+    assert data.description["dropped"]["train"]["count"] == 1
+
+
+def test_cli_one_line_and_exit_2_for_an_atom_type_outside_the_vocabulary(tmp_path):
+    """The hostile tester's case through the command: atom type 70 trained as type 63 (the
+    64-row table clamped it); now one line, exit status 2, no traceback."""
+    from tests.attnbench.data.formats.test_torch_pickle import torch_writer_pickle
+    from tests.graphs.data.test_zinc import PAIR, SINGLE, TRIANGLE, write_zinc, zinc_molecule
+
+    folder = write_zinc(tmp_path / "data" / "molecules")
+    bad = zinc_molecule([0, 70, 1], [[0, 1, 0], [1, 0, 2], [0, 2, 0]], 0.5)
+    (folder / "train.pickle").write_bytes(
+        torch_writer_pickle([SINGLE, PAIR, bad, TRIANGLE], protocol=4)
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "scripts.train", "--config", "graphs/zinc.py:preset=smoke,"
+         "source=official", f"--workdir={tmp_path / 'run'}",
+         f"--config.data.dir={tmp_path / 'data'}"],
+        cwd=ROOT, env=dict(os.environ, JAX_PLATFORMS="cpu"), capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), run.stderr
+    assert "train.pickle, molecule 2 (split 'train'): node feature atom_type is 70" in lines[0]
+    assert "outside [0, 28)" in lines[0]

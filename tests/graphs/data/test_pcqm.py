@@ -42,6 +42,7 @@ MOLECULES = [
     (1027, "O=CC1=CN=CN1", 0.193),
 ]
 GOOD = [m for m in MOLECULES if m[0] != 999]
+DROP = dict(drop_invalid=True)  # MOLECULES holds one SMILES RDKit cannot parse (QM9 999)
 
 
 def write_csv(path, molecules, header=HEADER):
@@ -78,7 +79,7 @@ def expected_split(seed, molecules, sizes):
 
 
 def test_load_graphs_targets_in_ev_and_split(tmp_path, source):
-    data = pcqm.load(tmp_path / "data", source_file=source, sizes=(None, 2, 2), seed=5)
+    data = pcqm.load(tmp_path / "data", source_file=source, sizes=(None, 2, 2), seed=5, **DROP)
     assert data.source == "standin"
     want = expected_split(5, MOLECULES, (None, 2, 2))
     (directory,) = (tmp_path / "data" / "graphs").glob("qm9-like-*")
@@ -114,8 +115,8 @@ def test_load_graphs_targets_in_ev_and_split(tmp_path, source):
 
 
 def test_num_train_keeps_val_and_test_and_cache_is_reused(tmp_path, source, monkeypatch):
-    full = pcqm.load(tmp_path, source_file=source, sizes=(None, 2, 2))
-    small = pcqm.load(tmp_path, source_file=source, sizes=(None, 2, 2), num_train=1)
+    full = pcqm.load(tmp_path, source_file=source, sizes=(None, 2, 2), **DROP)
+    small = pcqm.load(tmp_path, source_file=source, sizes=(None, 2, 2), num_train=1, **DROP)
     assert len(small.train) == 1 and len(full.train) == 3
     for a, b in ((full.val, small.val), (full.test, small.test), (full.train, small.train)):
         for i in range(len(b)):
@@ -123,30 +124,30 @@ def test_num_train_keeps_val_and_test_and_cache_is_reused(tmp_path, source, monk
             assert a[i]["target"] == b[i]["target"]
     assert small.description["skipped"]["examined"] <= len(MOLECULES)
     monkeypatch.setattr(pcqm, "featurize_all", lambda *a, **k: pytest.fail("rebuilt"))
-    again = pcqm.load(tmp_path, source_file=source, sizes=(1, 2, 2))  # == num_train=1
+    again = pcqm.load(tmp_path, source_file=source, sizes=(1, 2, 2), **DROP)  # num_train=1
     assert again.description["cache"] == small.description["cache"]
     with pytest.raises(ValueError, match="contradicts"):
         pcqm.load(tmp_path, source_file=source, sizes=(2, 2, 2), num_train=1)
 
 
 def test_seed_changes_the_split_and_files_concatenate(tmp_path, source):
-    a = pcqm.load(tmp_path, source_file=source, sizes=(None, 3, 3), seed=0)
-    b = pcqm.load(tmp_path, source_file=source, sizes=(None, 3, 3), seed=1)
+    a = pcqm.load(tmp_path, source_file=source, sizes=(None, 3, 3), seed=0, **DROP)
+    b = pcqm.load(tmp_path, source_file=source, sizes=(None, 3, 3), seed=1, **DROP)
     assert a.description["cache"] != b.description["cache"]
     vals = [[float(ds[i]["target"]) for i in range(3)] for ds in (a.val, b.val)]
     assert vals[0] != vals[1]
     # Two files are read in order, rows numbered across them (as qm9pack's three parts).
     first = write_csv(tmp_path / "p1.csv", MOLECULES[:4])
     second = write_csv(tmp_path / "p2.csv", MOLECULES[4:])
-    both = pcqm.load(tmp_path, source_file=[first, second], sizes=(None, 2, 2), seed=5)
-    one = pcqm.load(tmp_path, source_file=source, sizes=(None, 2, 2), seed=5)
+    both = pcqm.load(tmp_path, source_file=[first, second], sizes=(None, 2, 2), seed=5, **DROP)
+    one = pcqm.load(tmp_path, source_file=source, sizes=(None, 2, 2), seed=5, **DROP)
     for x, y in ((both.train, one.train), (both.val, one.val), (both.test, one.test)):
         assert [x[i]["target"] for i in range(len(x))] == [y[i]["target"] for i in range(len(y))]
     assert both.description["skipped"]["first"] == [f"{second.resolve()}, line 2"]
 
 
 def test_batches_through_the_train_iterator(tmp_path, source):
-    data = pcqm.load(tmp_path, source_file=source, sizes=(None, 2, 2))
+    data = pcqm.load(tmp_path, source_file=source, sizes=(None, 2, 2), **DROP)
     batch = next(
         pipeline.train_iterator(data.train, batch_size=2, seed=0, collate=data.collate, prefetch=0)
     )
@@ -235,18 +236,19 @@ PCQM_ROWS = [  # idx, smiles, homolumogap ("" for the unlabelled test rows)
 ]
 
 
-def write_pcqm(folder, *, version="v2", fmt="zip"):
+def write_pcqm(folder, *, version="v2", fmt="zip", rows=PCQM_ROWS, valid=(5, 1)):
     (folder / "raw").mkdir(parents=True, exist_ok=True)
     with gzip.open(folder / "raw" / "data.csv.gz", "wt") as f:
         f.write("idx,smiles,homolumogap\n")
-        f.writelines(f"{i},{s},{g}\n" for i, s, g in PCQM_ROWS)
+        f.writelines(f"{i},{s},{g}\n" for i, s, g in rows)
     if version == "v2":
-        splits = {"train": [3, 0, 2], "valid": [5, 1], "test-dev": [4], "test-challenge": [4]}
+        splits = {"train": [3, 0, 2], "valid": valid, "test-dev": [4], "test-challenge": [4]}
     else:
-        splits = {"train": [3, 0, 2], "valid": [5, 1], "test": [4]}
+        splits = {"train": [3, 0, 2], "valid": valid, "test": [4]}
     obj = {k: tensor(np.asarray(v, np.int64)) for k, v in splits.items()}
     writer = torch_writer_zip if fmt == "zip" else torch_writer_legacy
     (folder / "split_dict.pt").write_bytes(writer(obj))
+    return folder / "raw" / "data.csv.gz"
 
 
 def test_pcqm_v2(tmp_path):
@@ -302,8 +304,115 @@ def test_pcqm_errors(tmp_path):
         torch_writer_zip({k: tensor(np.array([4])) for k in ("train", "valid", "test-dev",
                                                              "test-challenge")})
     )  # fmt: skip
-    with pytest.raises(errors.DataError, match=r"data.csv.gz: molecules \[4\] .* no homolumogap"):
+    with pytest.raises(
+        errors.DataError,
+        match=r"data.csv.gz, data row 4 \(split 'train'\): homolumogap is nan, not a finite number",
+    ):
         pcqm.load_pcqm(tmp_path)
+
+
+def _rows(**changes):
+    """PCQM_ROWS with rows replaced: `changes[f"r{i}"] = (smiles, gap)`."""
+    rows = list(PCQM_ROWS)
+    for key, (smiles, gap) in changes.items():
+        i = int(key[1:])
+        rows[i] = (i, smiles, gap)
+    return rows
+
+
+def test_pcqm_unparsable_smiles_are_an_error_unless_dropped(tmp_path, capsys, monkeypatch):
+    """Issue 32: molecules RDKit cannot parse were dropped from train / valid silently. Now an
+    error naming the file, each split's count and first SMILES; with drop_invalid=True (the
+    cached build reused) one stderr line per split and the description's `dropped`."""
+    csv_path = write_pcqm(
+        tmp_path / "pcqm4m-v2", rows=_rows(r0=("c1cccc1", 6.75), r1=("C1CC", 7.5))
+    ).resolve()
+    with pytest.raises(
+        errors.DataError,
+        match=r"data.csv.gz: RDKit cannot parse 1 of the 3 molecules of split 'train' \(data row "
+        r"0: unparsable SMILES 'c1cccc1'.*\); .*data.csv.gz: RDKit cannot parse 1 of the 2 "
+        r"molecules of split 'val' \(data row 1: unparsable SMILES 'C1CC'.*\); fix those SMILES, "
+        r"or set config.data.drop_invalid=True",
+    ):
+        pcqm.load_pcqm(tmp_path)
+    capsys.readouterr()
+    monkeypatch.setattr(official, "_featurize", lambda *a, **k: pytest.fail("rebuilt"))
+    data = pcqm.load_pcqm(tmp_path, drop_invalid=True)
+    assert [len(data.train), len(data.val)] == [2, 1]
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"[PCQM4Mv2] dropped 1 of 3 molecules RDKit cannot parse in {csv_path} (split train)",
+        f"[PCQM4Mv2] dropped 1 of 2 molecules RDKit cannot parse in {csv_path} (split val)",
+    ]
+    dropped = data.description["dropped"]
+    assert set(dropped) == {"train", "val"}
+    assert {k: dropped["val"][k] for k in ("count", "of", "file")} == dict(
+        count=1, of=2, file=str(csv_path)
+    )
+    assert "drop_invalid" in dropped["val"]["reason"]
+    assert dropped["val"]["first"][0].startswith("data row 1: unparsable SMILES 'C1CC'")
+    json.dumps(data.description)
+
+
+def test_pcqm_a_split_rdkit_rejects_entirely_or_that_lists_nothing(tmp_path):
+    write_pcqm(tmp_path / "a" / "pcqm4m-v2", rows=_rows(r5=("C1CC", 8.0), r1=("c1cccc1", 7.5)))
+    with pytest.raises(
+        errors.DataError,
+        match=r"data.csv.gz: RDKit cannot parse any of the 2 molecules of split 'val' \(data row "
+        r"5: unparsable SMILES 'C1CC'.*\), so the split would be empty",
+    ):
+        pcqm.load_pcqm(tmp_path / "a", drop_invalid=True)
+    write_pcqm(tmp_path / "b" / "pcqm4m-v2", valid=())
+    with pytest.raises(
+        errors.DataError,
+        match=r"split_dict.pt: split 'valid' lists no molecules \(0 indices\), so the val split "
+        r"would be empty; download https://\S+pcqm4m-v2.zip",
+    ):
+        pcqm.load_pcqm(tmp_path / "b")
+
+
+@pytest.mark.parametrize("gap", ["inf", "-inf", "nan"])
+def test_pcqm_non_finite_target(tmp_path, gap):
+    write_pcqm(tmp_path / "pcqm4m-v2", rows=_rows(r5=("O", gap)))
+    with pytest.raises(
+        errors.DataError,
+        match=rf"data.csv.gz, data row 5 \(split 'val'\): homolumogap is {gap}, not a finite "
+        "number; every target must be a finite number",
+    ):
+        pcqm.load_pcqm(tmp_path)
+
+
+def test_standin_unparsable_smiles_are_an_error_unless_dropped(
+    tmp_path, source, capsys, monkeypatch
+):
+    """The QM9 stand-in holds to the same rule: its rejected molecule (QM9 999, line 6) is an
+    error; with drop_invalid=True the walk skips it, the split it was drawn for says so."""
+    with pytest.raises(
+        cache.DataError,
+        match=r"qm9_part1.csv: RDKit cannot parse 1 of the 8 molecules the splits drew from "
+        r"\(.*qm9_part1.csv, line 6: unparsable SMILES 'C1CC'.*\); fix those SMILES, or set "
+        r"config.data.drop_invalid=True",
+    ):
+        pcqm.load(tmp_path, source_file=source, sizes=(None, 2, 2), seed=5)
+    capsys.readouterr()
+    monkeypatch.setattr(pcqm, "featurize_all", lambda *a, **k: pytest.fail("rebuilt"))
+    data = pcqm.load(tmp_path, source_file=source, sizes=(None, 2, 2), seed=5, **DROP)
+    # The split being filled when the walk met it: val (2), then test (2), then train.
+    order = np.random.default_rng(5).permutation(len(MOLECULES))
+    before = [MOLECULES[i][0] for i in order].index(999)
+    split = "val" if before < 2 else "test" if before < 4 else "train"
+    ds = {"train": data.train, "val": data.val, "test": data.test}[split]
+    line = (
+        f"[qm9-like] dropped 1 of {len(ds) + 1} molecules RDKit cannot parse in "
+        f"{source.resolve()} (split {split})"
+    )
+    assert capsys.readouterr().err.splitlines() == [line]
+    dropped = data.description["dropped"]
+    assert list(dropped) == [split]
+    assert {k: dropped[split][k] for k in ("count", "of", "file")} == dict(
+        count=1, of=len(ds) + 1, file=str(source.resolve())
+    )
+    assert dropped[split]["first"] == [f"{source.resolve()}, line 6"]
 
 
 @pytest.mark.slow

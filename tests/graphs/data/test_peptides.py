@@ -15,7 +15,7 @@ import pytest
 
 from attnbench import errors
 from attnbench.data import cache, pipeline
-from graphs.data import batching, featurize, peptides
+from graphs.data import batching, featurize, official, peptides
 
 TINY = dict(num_peptides=8, lengths=(2, 4), workers=1)  # ~10 ms a conformer
 
@@ -381,7 +381,18 @@ STANDARD = [
 ]
 
 
-def write_peptides(root, kind, struct_file="peptide_structure_normalized_dataset.csv.gz"):
+def write_peptides(
+    root,
+    kind,
+    struct_file="peptide_structure_normalized_dataset.csv.gz",
+    *,
+    smiles=PEPTIDES,
+    labels=FUNC_LABELS,
+    values=None,
+    split=SPLIT,
+):
+    """LRGB's files for `kind` under `root`; `values[(row, column)]` replaces a struct value's
+    text."""
     folder = root / ("peptides-functional" if kind == "func" else "peptides-structural")
     (folder / "raw").mkdir(parents=True, exist_ok=True)
     if kind == "func":
@@ -390,19 +401,21 @@ def write_peptides(root, kind, struct_file="peptide_structure_normalized_dataset
         # struct file's distance matrices are.
         long = "G" * 200_000
         lines = ["smiles,peptide_seq,labels"] + [
-            f'{s},{long},"{labels}"' for s, labels in zip(PEPTIDES, FUNC_LABELS, strict=True)
+            f'{s},{long},"{row}"' for s, row in zip(smiles, labels, strict=True)
         ]
     else:
         name = struct_file
         split_name = "splits_random_stratified_peptide_structure"
         header = ["smiles", "peptide_seq", *peptides.STRUCT_TARGETS]
         cols = [PATTERNS[j % 3] for j in range(11)]
+        text = {(i, j): str(c[i]) for j, c in enumerate(cols) for i in range(len(smiles))}
+        text.update(values or {})
         lines = [",".join(header)] + [
-            ",".join([s, "G", *(str(c[i]) for c in cols)]) for i, s in enumerate(PEPTIDES)
+            ",".join([s, "G", *(text[i, j] for j in range(11))]) for i, s in enumerate(smiles)
         ]
     with gzip.open(folder / "raw" / name, "wt") as f:
         f.write("\n".join(lines) + "\n")
-    (folder / f"{split_name}.pickle").write_bytes(pickle.dumps(SPLIT))
+    (folder / f"{split_name}.pickle").write_bytes(pickle.dumps(split))
     return folder
 
 
@@ -463,3 +476,100 @@ def test_peptides_errors(tmp_path):
     (folder / "raw" / "peptide_multi_class_dataset.csv.gz").write_bytes(b"not gzip")
     with pytest.raises(errors.DataError, match=r"dataset.csv.gz: not a readable gzipped CSV"):
         peptides.load_peptides(tmp_path, kind="func")
+
+
+# Issue 32: no bad input read silently.
+
+
+@pytest.mark.parametrize(
+    "row, column, value, split",
+    [(2, 2, 2, "train"), (3, 0, -1, "val"), (1, 9, 0.5, "test")],
+)
+def test_peptides_func_labels_must_be_0_or_1(tmp_path, row, column, value, split):
+    """A label of 2 counted as a positive for the AP; -1 and 0.5 were read as they came."""
+    labels = [list(r) for r in FUNC_LABELS]
+    labels[row][column] = value
+    write_peptides(tmp_path, "func", labels=labels)
+    with pytest.raises(
+        errors.DataError,
+        match=rf"peptide_multi_class_dataset.csv.gz, data row {row} \(split '{split}'\): "
+        rf"{peptides.FUNC_CLASSES[column]} is {value:g}, not 0 or 1; Peptides-func's labels are "
+        r"0 or 1: fix the file or download https://www.dropbox.com/\S+ again",
+    ):
+        peptides.load_peptides(tmp_path, kind="func")
+
+
+@pytest.mark.parametrize("text, shown", [("nan", "nan"), ("", "nan"), ("inf", "inf")])
+def test_peptides_struct_targets_must_be_finite(tmp_path, text, shown):
+    write_peptides(tmp_path, "struct", values={(3, 6): text})  # row 3: val
+    with pytest.raises(
+        errors.DataError,
+        match=rf"peptide_structure_normalized_dataset.csv.gz, data row 3 \(split 'val'\): "
+        rf"length_a is {shown}, not a finite number",
+    ):
+        peptides.load_peptides(tmp_path, kind="struct")
+
+
+def test_peptides_struct_column_without_spread_is_refused(tmp_path):
+    write_peptides(tmp_path, "struct", values={(i, 10): "0.25" for i in range(4)})
+    with pytest.raises(
+        errors.DataError,
+        match=r"dataset.csv.gz: column Plane_best_fit has no spread over the file's rows "
+        r"\(sample std 0\), so LRGB's standardisation .* NaN",
+    ):
+        peptides.load_peptides(tmp_path, kind="struct")
+
+
+def test_peptides_unparsable_smiles_are_an_error_unless_dropped(tmp_path, capsys, monkeypatch):
+    """RDKit's rejects were left out silently (5 of 6 in a split); now an error naming the file,
+    the split's count and the SMILES; with drop_invalid=True (the cache reused) a line per
+    split on stderr and `dropped` in the description."""
+    smiles = ["C1CC", *PEPTIDES[1:]]  # data row 0: train (rows 2, 0)
+    folder = write_peptides(tmp_path, "func", smiles=smiles)
+    csv_path = (folder / "raw" / "peptide_multi_class_dataset.csv.gz").resolve()
+    with pytest.raises(
+        errors.DataError,
+        match=r"peptide_multi_class_dataset.csv.gz: RDKit cannot parse 1 of the 2 molecules of "
+        r"split 'train' \(data row 0: unparsable SMILES 'C1CC'.*\); fix those SMILES, or set "
+        r"config.data.drop_invalid=True",
+    ):
+        peptides.load_peptides(tmp_path, kind="func")
+    capsys.readouterr()
+    monkeypatch.setattr(official, "_featurize", lambda *a, **k: pytest.fail("rebuilt"))
+    data = peptides.load_peptides(tmp_path, kind="func", drop_invalid=True)
+    assert [len(s) for s in (data.train, data.val, data.test)] == [1, 1, 1]
+    np.testing.assert_array_equal(data.train[0]["target"], FUNC_LABELS[2])
+    assert capsys.readouterr().err.splitlines() == [
+        f"[Peptides-func] dropped 1 of 2 molecules RDKit cannot parse in {csv_path} (split train)"
+    ]
+    assert {k: data.description["dropped"]["train"][k] for k in ("count", "of", "file")} == dict(
+        count=1, of=2, file=str(csv_path)
+    )
+    json.dumps(data.description)
+
+
+def test_peptides_empty_split_says_which_and_why(tmp_path):
+    """An empty test split read as "RDKit rejected every molecule": now the split file's empty
+    split, or every molecule of the split rejected, each named."""
+    empty = dict(SPLIT, test=np.array([], np.int64))
+    write_peptides(tmp_path / "a", "func", split=empty)
+    with pytest.raises(
+        errors.DataError,
+        match=r"splits_random_stratified_peptide.pickle: split 'test' lists no molecules "
+        r"\(0 indices\), so the test split would be empty; download https://\S+ again",
+    ):
+        peptides.load_peptides(tmp_path / "a", kind="func")
+    write_peptides(tmp_path / "b", "func", smiles=[PEPTIDES[0], "C1CC", *PEPTIDES[2:]])
+    with pytest.raises(
+        errors.DataError,
+        match=r"peptide_multi_class_dataset.csv.gz: RDKit cannot parse any of the 1 molecules of "
+        r"split 'test' \(data row 1: unparsable SMILES 'C1CC'.*\), so the split would be empty",
+    ):
+        peptides.load_peptides(tmp_path / "b", kind="func", drop_invalid=True)
+    folder = write_peptides(tmp_path / "c", "func")
+    with gzip.open(folder / "raw" / "peptide_multi_class_dataset.csv.gz", "wt") as f:
+        f.write("smiles,peptide_seq,labels\n")
+    with pytest.raises(
+        errors.DataError, match=r"dataset.csv.gz: no data rows, so every split would be empty"
+    ):
+        peptides.load_peptides(tmp_path / "c", kind="func")

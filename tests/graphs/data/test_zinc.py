@@ -278,3 +278,103 @@ def test_zinc_errors(tmp_path):
     with pytest.raises(errors.DataError, match=r"train.pickle: (corrupt|truncated)"):
         zinc.load_zinc(tmp_path)
     assert not list((tmp_path / "graphs").glob("zinc-*"))  # no failed build left behind
+
+
+# Issue 32: no bad input read silently (ids outside the vocabulary, non-finite targets, index
+# files that are not text or are empty).
+
+CHAIN_BONDS = [[0, 1, 0], [1, 0, 2], [0, 2, 0]]
+MOLECULES = {"train": [SINGLE, PAIR, CHAIN, TRIANGLE], "val": [TRIANGLE, CHAIN], "test": [PAIR]}
+
+
+def replace_molecule(folder, split, position, molecule):
+    molecules = list(MOLECULES[split])
+    molecules[position] = molecule
+    (folder / f"{split}.pickle").write_bytes(torch_writer_pickle(molecules, protocol=4))
+
+
+@pytest.mark.parametrize(
+    "atoms, bonds, message",
+    [
+        # atom type 70 ran as type 63 would (the 64-row table clamped it)
+        ([0, 70, 1], CHAIN_BONDS, r"node feature atom_type is 70, outside \[0, 28\)"),
+        ([0, 28, 1], CHAIN_BONDS, r"node feature atom_type is 28, outside \[0, 28\)"),
+        ([0, -3, 1], CHAIN_BONDS, r"node feature atom_type is -3, outside \[0, 28\)"),
+        ([0, 2, 1], [[0, 99, 0], [99, 0, 2], [0, 2, 0]], r"bond_type is 99, outside \[0, 4\)"),
+        ([0, 2, 1], [[0, -1, 0], [-1, 0, 2], [0, 2, 0]], r"bond_type is -1, outside \[0, 4\)"),
+    ],
+)
+def test_zinc_ids_outside_the_vocabulary_are_refused(tmp_path, atoms, bonds, message):
+    folder = write_zinc(tmp_path / "molecules")
+    replace_molecule(folder, "train", 2, zinc_molecule(atoms, bonds, 0.5))  # train.index: 2, 0
+    with pytest.raises(
+        errors.DataError, match=r"train.pickle, molecule 2 \(split 'train'\): .*" + message
+    ):
+        zinc.load_zinc(tmp_path)
+    assert not list((tmp_path / "graphs").glob("zinc-*"))  # no failed build left behind
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_zinc_non_finite_target_is_refused(tmp_path, value):
+    folder = write_zinc(tmp_path / "molecules")
+    replace_molecule(folder, "val", 1, zinc_molecule([0, 2, 1], CHAIN_BONDS, value))  # val: 1
+    with pytest.raises(
+        errors.DataError,
+        match=rf"val.pickle, molecule 1 \(split 'val'\): logP_SA_cycle_normalized is {value:g}, "
+        "not a finite number; every target must be a finite number",
+    ):
+        zinc.load_zinc(tmp_path)
+
+
+def test_a_cache_built_before_the_checks_is_held_to_them(tmp_path):
+    """The cache key (files, sizes, mtimes) of a bad file built by an older reader stays valid:
+    the checks run on every load, not only on a build."""
+    write_zinc(tmp_path / "molecules")
+    zinc.load_zinc(tmp_path)
+    (directory,) = (tmp_path / "graphs").glob("zinc-12k-official-*")
+    arrays = cache.load_arrays(directory / "test.npz")
+    arrays["node_feat"] = np.array([[5], [70]], np.int64)  # the pair, atom 27 -> 70
+    arrays["target"] = arrays["target"].copy()
+    cache.save_arrays(directory / "test.npz", arrays)
+    with pytest.raises(
+        errors.DataError,
+        match=r"test.pickle, molecule 0 \(split 'test'\): node feature atom_type is 70",
+    ):
+        zinc.load_zinc(tmp_path)
+    arrays["node_feat"] = np.array([[5], [27]], np.int64)
+    arrays["target"][0] = np.nan
+    cache.save_arrays(directory / "test.npz", arrays)
+    with pytest.raises(errors.DataError, match=r"logP_SA_cycle_normalized is nan"):
+        zinc.load_zinc(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (
+            "2,0\n".encode("utf-16"),  # a BOM and NULs: not UTF-8
+            r"train.index: not a text file of comma-separated molecule indices \(not UTF-8",
+        ),
+        (b"\xff\xfe\xfd", r"train.index: not a text file .*\(not UTF-8"),
+        (b"", r"train.index: empty file, so the train split would have no molecules"),
+        (b" \n\n", r"train.index: empty file, so the train split would have no molecules"),
+        (b",,\n", r"train.index: no indices, so the train split would have no molecules"),
+    ],
+)
+def test_zinc_index_not_utf8_or_empty(tmp_path, content, message):
+    folder = write_zinc(tmp_path / "molecules")
+    (folder / "train.index").write_bytes(content)
+    with pytest.raises(errors.DataError, match=message) as e:
+        zinc.load_zinc(tmp_path)
+    assert "benchmarking-gnns/master/data/molecules/train.index again" in str(e.value)
+    if "empty" in message or "no indices" in message:
+        assert "config.data.subset=False" in str(e.value)
+
+
+def test_zinc_empty_pickle_is_refused(tmp_path):
+    folder = write_zinc(tmp_path / "molecules", index=False)
+    (folder / "test.pickle").write_bytes(torch_writer_pickle([], protocol=4))
+    with pytest.raises(
+        errors.DataError, match=r"test.pickle: no molecules, so the test split would be empty"
+    ):
+        zinc.load_zinc(tmp_path, subset=False)
