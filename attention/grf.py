@@ -958,13 +958,24 @@ def apply_dense(
 
 
 def _check_registered(name):
-    """`check` for the registry: walk hyper-parameters, and the grid against the tokens."""
+    """`check` for the registry: walk hyper-parameters, and the graph against the tokens (the
+    grid's size; the k-NN graph's `knn_k`, below its number of nodes)."""
 
     def check(h, num_tokens) -> None:
         walk = {k: h[k] for k in ("p_halt", "n_walks", "slot_chunk", "node_chunk") if k in h}
         _check_hparams(name, graph=h["graph"], max_walk_len=h["max_walk_len"], **walk)
-        if h["graph"] == "grid" and num_tokens is not None:
-            grf_walks._grid_neighbors(name, h["grid"], num_tokens - int(h["cls_token"]))
+        n_nodes = None if num_tokens is None else num_tokens - int(h["cls_token"])
+        if h["graph"] == "grid" and n_nodes is not None:
+            grf_walks._grid_neighbors(name, h["grid"], n_nodes)
+        if h["graph"] == "knn":
+            k = h["knn_k"]
+            if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+                raise ValueError(f"{name}: knn_k={k!r} must be an integer >= 1")
+            if n_nodes is not None and k >= n_nodes:
+                raise ValueError(
+                    f"{name}: knn_k={k} must be below the {n_nodes} graph nodes (each node "
+                    f"links to its knn_k nearest others)"
+                )
 
     return check
 

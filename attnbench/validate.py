@@ -124,7 +124,9 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
     p = "config.model."
     for field in ("num_layers", "dim", "qkv_dim", "num_heads", "mlp_dim"):
         r(m, p, field, pos, "must be an integer >= 1")
-    for field in ("dropout", "drop_path"):
+    # dropout rates (a rate of 1 drops everything); the language decoder's activation and
+    # adaptive-softmax dropout besides the encoders' own
+    for field in ("dropout", "drop_path", "activation_dropout", "adaptive_dropout"):
         r(m, p, field, lambda v: _finite(v) and 0 <= v < 1, "must be in [0, 1)")
     r(m, p, "pool", lambda v: v in POOLS, f"must be one of {', '.join(POOLS)}")
     r(m, p, "positions", lambda v: v in POSITIONS, f"must be one of {', '.join(POSITIONS)}")
@@ -148,6 +150,15 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
     r(d, p, "repeated_aug", pos, "must be an integer >= 1 (1 turns repeated augmentation off)")
 
     # ---- attention -----------------------------------------------------------------------
+    own = task.check_config(c) if task is not None else []
+    # A task's own rule on an attention hyper-parameter names the task's field it depends on
+    # (a point cloud's config.data.num_points for knn_k): it stands for the mechanism's rule on
+    # the same hyper-parameter, which knows only a token count.
+    taken = {
+        problem.split("=", 1)[0].removeprefix("config.attention.")
+        for problem in own
+        if problem.startswith("config.attention.") and "=" in problem
+    }
     att = c.get("attention")
     if att is not None and "name" in att:
         hparams = {k: v for k, v in att.items() if k != "name"}
@@ -162,7 +173,8 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
                 hparams["cls_token"] = m.pool == "cls"  # judge the rest as if that were fixed
         n = attention_length(c, task)
         for problem in attention.check(att.name, hparams, num_tokens=n):
-            out.append(f"config.attention ({problem})")
+            if not any(problem.startswith(f"{att.name}: {field}=") for field in taken):
+                out.append(f"config.attention ({problem})")
         if task is not None and att.name in attention.names():
             needed = attention.get(att.name).requires
             missing = [name for name in needed if name not in task.attention_inputs]
@@ -186,8 +198,7 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
             f"config.best_metric={c.get('best_metric')!r}: not a validation metric of "
             f"{c.get('task')}; known: {', '.join(names)}"
         )
-    if task is not None:
-        out.extend(task.check_config(c))
+    out.extend(own)
     return out
 
 

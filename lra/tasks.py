@@ -1,7 +1,14 @@
-"""Long Range Arena tasks registered with the trainer (`config.task = "lra.<name>"`)."""
+"""Long Range Arena tasks registered with the trainer (`config.task = "lra.<name>"`).
+
+Each task's `check_config` holds the probabilities and shares of its data section to their
+ranges before anything is generated or read (ListOps' `value_p`; Text's `val_fraction` and the
+stand-in's `standin_test_fraction`; the Retrieval stand-in's `val_fraction` and
+`test_fraction`), as its loader would refuse them later.
+"""
 
 from __future__ import annotations
 
+import math
 import pathlib
 
 import numpy as np
@@ -12,6 +19,19 @@ from lra import models
 from lra.data import image, listops, pathfinder, retrieval, text
 
 __all__ = ["ListOps", "Text", "Retrieval", "Image", "Pathfinder"]
+
+
+def _number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _share(d, field: str, lo: float, hi: float, *, open_lo: bool, why: str) -> list[str]:
+    """`config.data.<field>` in (lo, hi) (or [lo, hi) with `open_lo=False`), else the problem."""
+    v = d.get(field)
+    if _number(v) and (lo < v if open_lo else lo <= v) and v < hi:
+        return []
+    bracket = "(" if open_lo else "["
+    return [f"config.data.{field}={v!r}: must be in {bracket}{lo:g}, {hi:g}) ({why})"]
 
 
 def _synthetic(config, batch_size: int, seed: int, vocab: int, classes: int, fields) -> dict:
@@ -28,6 +48,16 @@ def _synthetic(config, batch_size: int, seed: int, vocab: int, classes: int, fie
 @tasks.register("lra.listops")
 class ListOps(tasks.ClassificationTask):
     """LRA ListOps: 10-way classification of the value of a nested list expression."""
+
+    def check_config(self, config) -> list[str]:
+        d = config.data
+        v = d.get("value_p")
+        if d.get("source") == "generated" and not (_number(v) and 0 <= v <= 1):
+            return [
+                f"config.data.value_p={v!r}: must be in [0, 1] (the probability of an operator "
+                "node below max_depth)"
+            ]
+        return []
 
     def load_data(self, config) -> tasks.Data:
         d = config.data
@@ -141,6 +171,16 @@ class Text(_ModuleTask):
 
     module = text
 
+    def check_config(self, config) -> list[str]:
+        d = config.data
+        out = _share(d, "val_fraction", 0, 1, open_lo=True, why="the share held out for val")
+        if not out and d.get("source") == "standin":
+            out += _share(
+                d, "standin_test_fraction", 0, 1 - d.val_fraction, open_lo=True,
+                why="the stand-in's test share, below 1 - config.data.val_fraction",
+            )  # fmt: skip
+        return out
+
 
 @tasks.register("lra.image")
 class Image(_ModuleTask):
@@ -162,6 +202,20 @@ class Retrieval(_ModuleTask):
     """LRA Retrieval: does one document cite the other? A weight-shared dual encoder."""
 
     module = retrieval
+
+    def check_config(self, config) -> list[str]:
+        d = config.data
+        if d.get("source") != "standin":
+            return []
+        why = "the stand-in's share of linked page pairs"
+        out = _share(d, "val_fraction", 0, 1, open_lo=False, why=why + " in val")
+        out += _share(d, "test_fraction", 0, 1, open_lo=False, why=why + " in test")
+        if not out and d.val_fraction + d.test_fraction >= 1:
+            out.append(
+                f"config.data.val_fraction={d.val_fraction!r} + config.data.test_fraction="
+                f"{d.test_fraction!r}: must be below 1 (the rest is the training split)"
+            )
+        return out
 
     def example_batch(self, config, batch_size: int, seed: int = 0) -> dict:
         m = self.module

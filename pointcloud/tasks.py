@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+import attention
 from attnbench import errors, tasks
 from attnbench.data import cache
 from pointcloud import interlacer, models
@@ -91,6 +92,26 @@ class _PointTask(tasks.Task):
             )
         if not isinstance(d.get("num_points"), int) or d.num_points < 1:
             out.append(f"config.data.num_points={d.get('num_points')!r}: must be an integer >= 1")
+            return out
+        n = d.num_points
+        att = config.get("attention")
+        k = None if att is None else att.get("knn_k")
+        # grf / grf_dense with graph="knn", and grf_asym (always a k-NN graph): each point links
+        # to its knn_k nearest other points; a CLS token, if any, is not a graph node
+        if _int(k, 1) and att.get("graph", "knn") == "knn":
+            cls = bool(att.get("cls_token", False))
+            if k >= n - cls:
+                out.append(
+                    f"config.attention.knn_k={k}: must be below the {n - cls} points of a cloud "
+                    f"(config.data.num_points={n}{', less the CLS token' if cls else ''}); the "
+                    "k-NN graph links each point to its knn_k nearest other points"
+                )
+        dgcnn_k = m.get("dgcnn_k")
+        if m.encoder == "dgcnn" and not (_int(dgcnn_k, 1) and dgcnn_k <= n):
+            out.append(
+                f"config.model.dgcnn_k={dgcnn_k!r}: must be an integer in [1, "
+                f"config.data.num_points={n}] (DGCNN's neighbours, the point itself included)"
+            )
         return out
 
     def attention_length(self, config) -> int | None:
@@ -333,6 +354,19 @@ class ParticleDynamics(tasks.Task):
                 out.append(f"config.data.{field}={d.get(field)!r}: must be an integer >= {lo}")
         if not _int(m.get("mp_k"), 1):
             out.append(f"config.model.mp_k={m.get('mp_k')!r}: must be an integer >= 1")
+        local = m.get("local_attention")
+        if m.get("interlacer") == "grf" and local is not None and "name" in local:
+            # the GRF blocks' mechanism rules (p_halt a probability, ...); its knn_k against
+            # the particles is checked below, naming config.data.num_particles
+            if local.name not in attention.names():
+                out.append(
+                    f"config.model.local_attention.name={local.name!r}: unknown; known: "
+                    f"{', '.join(attention.names())}"
+                )
+            else:
+                hparams = {key: v for key, v in local.items() if key != "name"}
+                for problem in attention.check(local.name, hparams, num_tokens=None):
+                    out.append(f"config.model.local_attention ({problem})")
         for field in ("delta_max", "delta_scale"):
             v = m.get(field)
             if not (isinstance(v, int | float) and not isinstance(v, bool) and v > 0):
@@ -353,7 +387,10 @@ class ParticleDynamics(tasks.Task):
             if m.interlacer == "grf" and local is not None:
                 k = local.get("knn_k", 3)
                 if _int(k, 1) and k > d.num_particles - 1:
-                    out.append(f"config.model.local_attention.knn_k={k}: above num_particles - 1")
+                    out.append(
+                        f"config.model.local_attention.knn_k={k}: above config.data."
+                        f"num_particles - 1 = {d.num_particles - 1}"
+                    )
             if m.interlacer == "mp" and m.mp_k > d.num_particles - 1:
                 out.append(f"config.model.mp_k={m.mp_k}: above num_particles - 1")
         return out

@@ -4,6 +4,8 @@ places365, inaturalist, folder)."""
 
 from __future__ import annotations
 
+import math
+
 import jax
 import numpy as np
 
@@ -11,6 +13,32 @@ from attnbench import errors, tasks
 from vision import data, mixup, models
 
 __all__ = ["ImageClassification"]
+
+
+def _number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _holds(ok, value) -> bool:
+    try:
+        return bool(ok(value))
+    except (TypeError, ValueError):
+        return False
+
+
+# config.data's augmentation numbers (`vision.data.data_config`; `vision.mixup`): field, rule, why
+_DATA_RULES = (
+    ("mixup", lambda v: _number(v) and v >= 0, "must be >= 0 (Mixup's Beta alpha; 0 is off)"),
+    ("cutmix", lambda v: _number(v) and v >= 0, "must be >= 0 (CutMix's Beta alpha; 0 is off)"),
+    ("mix_prob", lambda v: _number(v) and 0 <= v <= 1, "must be in [0, 1] (a probability)"),
+    ("switch_prob", lambda v: _number(v) and 0 <= v <= 1, "must be in [0, 1] (a probability)"),
+    ("random_erasing", lambda v: _number(v) and 0 <= v <= 1, "must be in [0, 1] (a probability)"),
+    (
+        "label_smoothing",
+        lambda v: _number(v) and 0 <= v < 1,
+        "must be in [0, 1) (1 would make every target uniform)",
+    ),
+)
 
 
 class ImageClassification(tasks.ClassificationTask):
@@ -64,9 +92,10 @@ class ImageClassification(tasks.ClassificationTask):
             )
         if d.augment not in data.AUGMENTS:
             out.append(f"config.data.augment={d.augment!r}: known: {', '.join(data.AUGMENTS)}")
-        for field in ("mixup", "cutmix", "label_smoothing", "random_erasing"):
-            if not 0 <= d[field] < (1 if field in ("label_smoothing", "random_erasing") else 1e9):
-                out.append(f"config.data.{field}={d[field]}: must be >= 0 (and < 1 for rates)")
+        for field, ok, what in _DATA_RULES:
+            value = d.get(field)
+            if field in d and not _holds(ok, value):
+                out.append(f"config.data.{field}={value!r}: {what}")
         return out
 
     def attention_length(self, config) -> int | None:

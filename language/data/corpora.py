@@ -65,7 +65,9 @@ Offline stand-ins (``source="standin"``, labelled as such in every description)
   order, vocabulary 256; train 60,000, test 10,000, val as for CIFAR-10.
 
 Missing or malformed files raise `attnbench.errors.DataError` naming the path and where to get the
-data; a bad config field raises `attnbench.errors.ConfigError`.
+data; so does a split file without text (empty, or only blank lines: WikiText, PTB, their BPE
+reading), which would otherwise train or evaluate on nothing but end-of-line symbols. A bad config
+field raises `attnbench.errors.ConfigError`.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ from attnbench.data import cache
 from attnbench.data.formats import cifar, fashion_mnist
 from language.data import standin
 from language.data.corpus import SPLITS, Corpus
-from language.data.tokenizers import GPT2BPE, UNK, Dictionary, _progress, build_word_level
+from language.data.tokenizers import EOS, GPT2BPE, UNK, Dictionary, _progress, build_word_level
 
 __all__ = [
     "SPLITS",
@@ -202,6 +204,9 @@ def _word_corpus(
 
     directory = cache.build_once(pathlib.Path(cache_root) / "language", name, spec, build)
     arrays = cache.load_arrays(directory / "tokens.npz", SPLITS)
+    for split in SPLITS:  # every line gives </s>: a split of nothing else has no text
+        if not np.any(arrays[split] != EOS):
+            raise _no_text(files[split], split)
     try:
         specials = json.loads((directory / "specials.json").read_text())
     except (OSError, ValueError) as e:
@@ -229,22 +234,39 @@ def _word_corpus(
     )
 
 
+class _MissingFiles(cache.DataError):
+    """`word_files` found no folder or not every file of the pattern."""
+
+
 def word_files(
     directory: str | os.PathLike, pattern: str, subdirs: Sequence[str], what: str, url: str
 ) -> dict[str, pathlib.Path]:
-    """{split: path} of `pattern.format(split=file split)` in `directory` or a subfolder."""
+    """{split: path} of `pattern.format(split=file split)` in `directory` or a subfolder; an
+    empty file is an error naming it."""
     directory = pathlib.Path(directory).expanduser()
     names = {s: pattern.format(split=f) for s, f in _FILE_SPLITS.items()}
     expected = f"expected {', '.join(names.values())} ({what}, {url}) in config.data.dir"
     if not directory.is_dir():
-        raise cache.DataError(f"{directory}: {what} folder not found; {expected}")
+        raise _MissingFiles(f"{directory}: {what} folder not found; {expected}")
     for sub in subdirs:
         if not (directory / names["train"]).is_file() and (directory / sub).is_dir():
             directory = directory / sub
     missing = [n for n in names.values() if not (directory / n).is_file()]
     if missing:
-        raise cache.DataError(f"{directory}: missing {', '.join(missing)}; {expected}")
-    return {s: directory / n for s, n in names.items()}
+        raise _MissingFiles(f"{directory}: missing {', '.join(missing)}; {expected}")
+    files = {s: directory / n for s, n in names.items()}
+    for split, path in files.items():  # before tokenising the others (WikiText-103: minutes)
+        if path.stat().st_size == 0:
+            raise _no_text(path, split, f"; {expected}")
+    return files
+
+
+def _no_text(path: pathlib.Path, split: str, fix: str = "") -> cache.DataError:
+    """A split file that holds no text: it would give a split of end-of-line symbols only."""
+    return cache.DataError(
+        f"{path}: the {split} split's file holds no text (empty or blank lines only); replace it "
+        f"with the release's file{fix}"
+    )
 
 
 _WIKITEXT_URL = "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-103-v1.zip"
@@ -265,7 +287,7 @@ def wikitext(
     if bpe is not None:
         try:
             files = word_files(directory, "wiki.{split}.raw", (name,), name, url)
-        except cache.DataError:
+        except _MissingFiles:  # an empty .raw file is an error, not a reason to read .tokens
             files = word_files(directory, "wiki.{split}.tokens", (name,), name, url)
         return _bpe_corpus(files, root, name, bpe, strip=False)
     files = word_files(directory, "wiki.{split}.tokens", (name,), name, url)
@@ -315,6 +337,8 @@ def _bpe_corpus(
                 text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as e:
                 raise cache.DataError(f"{path}: cannot read as UTF-8 text ({e})") from None
+            if not text.strip():
+                raise _no_text(path, split)
             ids: list[int] = []
             lines = text.splitlines(keepends=True) if not strip else text.splitlines()
             for k, line in enumerate(lines):
@@ -329,6 +353,9 @@ def _bpe_corpus(
 
     directory = cache.build_once(pathlib.Path(cache_root) / "language", f"{name}-bpe", spec, build)
     arrays = cache.load_arrays(directory / "tokens.npz", SPLITS)
+    for split in SPLITS:
+        if not len(arrays[split]):
+            raise _no_text(files[split], split)
     return Corpus(
         splits={s: arrays[s] for s in SPLITS},
         vocab_size=len(bpe),

@@ -40,6 +40,10 @@ Resampling here (documented choices):
 * HDF5 without a `normal` dataset: an error when normals are asked for (`normals=True`, the
   SAMSA setting); with `normals=False` the normal columns are zeros (the model reads xyz
   only).
+* HDF5 files are checked when they are listed, each error naming the file and the key:
+  `data`, `label` (and `normal` when present) must be numeric datasets, not groups; `data`
+  `[n, points, 3]` with n, points >= 1, one label per cloud, each an integer class index in
+  0..(the classes of `shape_names.txt`) - 1.
 
 Stand-in (`config.data.source="standin"`, served by `pointcloud.data.loader`):
 `MODELNET40_SIZES` (the real set's split sizes, the stand-in's default sizes),
@@ -145,9 +149,49 @@ def _h5py():
     return extras.require("h5py", "reading modelnet40_ply_hdf5_2048")
 
 
+def _h5_dataset(f, path: pathlib.Path, key: str, h5py, kinds: str, what: str):
+    """`f[key]`, which must be a dataset of a numeric kind in `kinds` (numpy dtype kinds)."""
+    if key not in f:
+        raise errors.DataError(
+            f"{path}: no dataset {key!r} ({what}); expected PointNet's layout: {_H5_LAYOUT}"
+        )
+    node = f[key]
+    if not isinstance(node, h5py.Dataset):
+        raise errors.DataError(
+            f"{path}: {key!r} is an HDF5 {type(node).__name__.lower()}, not a dataset ({what}); "
+            f"expected PointNet's layout: {_H5_LAYOUT}"
+        )
+    if node.dtype.kind not in kinds or node.shape == ():
+        raise errors.DataError(
+            f"{path}: dataset {key!r} ({what}) has dtype {node.dtype} and shape {node.shape}; "
+            f"expected PointNet's layout: {_H5_LAYOUT}"
+        )
+    return node
+
+
+def _h5_labels(labels: np.ndarray, path: pathlib.Path, names_file: pathlib.Path,
+               num_classes: int) -> np.ndarray:  # fmt: skip
+    """The `label` dataset as int64 class indices, each an integer in 0..num_classes-1."""
+    if labels.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(labels) | (labels != np.floor(labels)))
+        if len(bad):
+            raise errors.DataError(
+                f"{path}: label[{bad[0]}] = {labels[bad[0]]} is not a class index (an integer)"
+            )
+    out = labels.astype(np.int64)
+    bad = np.flatnonzero((out < 0) | (out >= num_classes))
+    if len(bad):
+        raise errors.DataError(
+            f"{path}: label[{bad[0]}] = {out[bad[0]]} is outside 0..{num_classes - 1} (the "
+            f"{num_classes} classes of {names_file.name})"
+        )
+    return out
+
+
 def _h5_items(folder: pathlib.Path, split: str, num_classes: int, normals: bool):
     h5py = _h5py()
     listing = folder / f"{split}_files.txt"
+    names_file = folder / "shape_names.txt"
     items = []
     for k, line in enumerate(_read_lines(listing, f"HDF5 {split} file list"), 1):
         path = folder / pathlib.PurePosixPath(line).name
@@ -155,26 +199,31 @@ def _h5_items(folder: pathlib.Path, split: str, num_classes: int, normals: bool)
             raise errors.DataError(f"{listing}:{k}: {line!r}: {path} not found")
         try:
             with h5py.File(path, "r") as f:
-                if "data" not in f or "label" not in f:
-                    raise errors.DataError(f"{path}: needs datasets 'data' and 'label'")
-                shape, labels = f["data"].shape, np.asarray(f["label"][:]).reshape(-1)
+                data = _h5_dataset(f, path, "data", h5py, "fiu", "the clouds' xyz")
+                label = _h5_dataset(f, path, "label", h5py, "fiu", "one class per cloud")
+                shape, labels = data.shape, np.asarray(label[()]).reshape(-1)
                 has_normal = "normal" in f
-                if has_normal and f["normal"].shape != shape:
-                    raise errors.DataError(
-                        f"{path}: 'normal' has shape {f['normal'].shape}, 'data' {shape}"
-                    )
-        except OSError as e:
+                if has_normal:
+                    normal = _h5_dataset(f, path, "normal", h5py, "fiu", "the points' normals")
+                    if normal.shape != shape:
+                        raise errors.DataError(
+                            f"{path}: 'normal' has shape {normal.shape}, 'data' {shape}"
+                        )
+        except errors.DataError:
+            raise
+        except (OSError, ValueError, TypeError) as e:  # h5py's errors for a damaged file
             raise errors.DataError(f"{path}: not a readable HDF5 file ({e})") from e
         if len(shape) != 3 or shape[2] != 3 or len(labels) != shape[0]:
             raise errors.DataError(
                 f"{path}: 'data' must be [n, points, 3] with one label per cloud, got "
                 f"{shape} and {len(labels)} labels"
             )
-        bad = np.flatnonzero((labels < 0) | (labels >= num_classes))
-        if len(bad):
+        if shape[0] == 0 or shape[1] == 0:
             raise errors.DataError(
-                f"{path}: label[{bad[0]}] = {labels[bad[0]]} is outside 0..{num_classes - 1}"
+                f"{path}: 'data' has shape {shape}: no clouds or no points; the released files "
+                "hold [n, 2048, 3]"
             )
+        labels = _h5_labels(labels, path, names_file, num_classes)
         if normals and not has_normal:
             raise errors.DataError(
                 f"{path}: no 'normal' dataset, but normals are asked for; set "

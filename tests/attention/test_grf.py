@@ -604,3 +604,24 @@ def test_init_and_shape_errors():
         mech.apply({"buffers": params["buffers"]}, *(jnp.ones((1, 9, 2, 3)) for _ in range(3)))
     with pytest.raises(ValueError, match="same N nodes"):
         mech.apply(params, jnp.ones((1, 9, 2, 3)), q[:, :10], v[:, :10])
+
+
+@pytest.mark.parametrize("name", ["grf", "grf_dense"])
+def test_check_refuses_a_knn_k_the_graph_cannot_have(name):
+    """The config check's rule (attention.check), before any trace: knn_k an integer >= 1,
+    below the graph's nodes (the tokens less a CLS token); grid mode ignores knn_k."""
+    knn = {"graph": "knn", "resample": True} if name == "grf" else {"graph": "knn"}
+    assert attention.check(name, {**knn, "knn_k": 8}, num_tokens=9) == []
+    assert attention.check(name, {**knn, "knn_k": 8}, num_tokens=None) == []
+    for k in (9, 10):
+        assert attention.check(name, {**knn, "knn_k": k}, num_tokens=9) == [
+            f"{name}: knn_k={k} must be below the 9 graph nodes (each node links to its knn_k "
+            "nearest others)"
+        ]
+    found = attention.check(name, {**knn, "knn_k": 8, "cls_token": True}, num_tokens=9)
+    assert found == [f"{name}: knn_k=8 must be below the 8 graph nodes (each node links to its "
+                     "knn_k nearest others)"]  # fmt: skip
+    for k in (0, -1, 2.5, True):
+        found = attention.check(name, {**knn, "knn_k": k}, num_tokens=None)
+        assert found == [f"{name}: knn_k={k!r} must be an integer >= 1"]
+    assert attention.check(name, {"graph": "grid", "knn_k": 0}, num_tokens=9) == []

@@ -87,3 +87,86 @@ def test_override_parses_the_field_type_and_names_a_bad_value():
         config_lib.override(c, {"attention.grid": "[5"})
     with pytest.raises(errors.ConfigError, match="config.model is a section"):
         config_lib.override(c, {"model": "x"})
+
+
+# Probabilities, rates and shares of every domain's config: (config argument, overrides, the
+# one problem expected)
+RANGES = [
+    ("vision/cifar10.py:preset=smoke", {"data.mix_prob": 5.0},
+     "config.data.mix_prob=5.0: must be in [0, 1]"),
+    ("vision/cifar10.py:preset=smoke", {"data.switch_prob": -0.5},
+     "config.data.switch_prob=-0.5: must be in [0, 1]"),
+    ("vision/cifar10.py:preset=smoke", {"data.random_erasing": 1.5},
+     "config.data.random_erasing=1.5: must be in [0, 1]"),
+    ("vision/cifar10.py:preset=smoke", {"data.label_smoothing": 1.0},
+     "config.data.label_smoothing=1.0: must be in [0, 1)"),
+    ("vision/cifar10.py:preset=smoke", {"data.mixup": -0.8},
+     "config.data.mixup=-0.8: must be >= 0"),
+    ("vision/cifar10.py:preset=smoke", {"model.dropout": float("nan")},
+     "config.model.dropout=nan: must be in [0, 1)"),
+    ("vision/imagenet.py:preset=smoke", {"model.drop_path": 1.0},
+     "config.model.drop_path=1.0: must be in [0, 1)"),
+    ("language/wikitext103.py:preset=smoke", {"model.activation_dropout": 5.0},
+     "config.model.activation_dropout=5.0: must be in [0, 1)"),
+    ("language/wikitext103.py:preset=smoke", {"model.adaptive_dropout": 1.0},
+     "config.model.adaptive_dropout=1.0: must be in [0, 1)"),
+    ("language/enwik8.py:preset=smoke", {"attention.dropout_rate": -0.1},
+     "config.attention (softmax: dropout_rate=-0.1 must be in [0, 1))"),
+    ("lra/listops.py:preset=smoke", {"data.value_p": 5.0},
+     "config.data.value_p=5.0: must be in [0, 1]"),
+    ("lra/text.py:preset=smoke", {"data.val_fraction": 1.0},
+     "config.data.val_fraction=1.0: must be in (0, 1)"),
+    ("lra/text.py:preset=smoke", {"data.standin_test_fraction": 0.95},
+     "config.data.standin_test_fraction=0.95: must be in (0, 0.9)"),
+    ("lra/retrieval.py:preset=smoke", {"data.test_fraction": -0.1},
+     "config.data.test_fraction=-0.1: must be in [0, 1)"),
+    ("lra/retrieval.py:preset=smoke", {"data.test_fraction": 0.9},
+     "config.data.val_fraction=0.1 + config.data.test_fraction=0.9: must be below 1"),
+    ("pointcloud/modelnet40.py:preset=smoke", {"model.dropout": 1.0},
+     "config.model.dropout=1.0: must be in [0, 1)"),
+    ("pointcloud/dynamics.py:preset=smoke", {"model.local_attention.p_halt": 5.0},
+     "config.model.local_attention (grf_asym: p_halt must be in (0, 1), got 5.0)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("arg,overrides,expected", RANGES, ids=[str(c[1]) for c in RANGES])
+def test_a_probability_outside_its_range_is_named(arg, overrides, expected):
+    c = config_lib.load(arg)
+    task = tasks.get(c.task)
+    assert validate.problems(c, task) == []
+    config_lib.override(c, overrides)
+    found = validate.problems(c, task)
+    assert len(found) == 1 and found[0].startswith(expected), found
+    with pytest.raises(errors.ConfigError, match="config"):
+        validate.check(c, task)
+
+
+KNN = [  # (config argument, overrides, the one problem expected)
+    ("pointcloud/modelnet40.py:preset=smoke,attn=grf", {"attention.knn_k": 64},
+     "config.attention.knn_k=64: must be below the 64 points of a cloud "
+     "(config.data.num_points=64)"),
+    ("pointcloud/modelnet40.py:preset=smoke,attn=grf_asym", {"attention.knn_k": 100},
+     "config.attention.knn_k=100: must be below the 64 points of a cloud "
+     "(config.data.num_points=64)"),
+    ("pointcloud/shapenetpart.py:preset=smoke,attn=grf_dense", {"attention.knn_k": 64},
+     "config.attention.knn_k=64: must be below the 64 points"),
+    ("pointcloud/modelnet40.py:preset=smoke,attn=grf", {"attention.knn_k": 0},
+     "config.attention (grf: knn_k=0 must be an integer >= 1)"),
+    ("pointcloud/modelnet40.py:preset=smoke,attn=grf", {"data.num_points": 3},
+     "config.attention.knn_k=3: must be below the 3 points of a cloud "
+     "(config.data.num_points=3)"),
+    ("pointcloud/modelnet40.py:preset=smoke,model=dgcnn", {"model.dgcnn_k": 65},
+     "config.model.dgcnn_k=65: must be an integer in [1, config.data.num_points=64]"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("arg,overrides,expected", KNN, ids=[c[0] + str(c[1]) for c in KNN])
+def test_a_knn_k_the_cloud_cannot_have_is_named_once_with_the_point_count(arg, overrides, expected):
+    """One problem, naming knn_k, the point count and its field, where the mechanism's own
+    rule (knowing only a token count) would say the same again."""
+    c = config_lib.load(arg)
+    task = tasks.get(c.task)
+    assert validate.problems(c, task) == []
+    config_lib.override(c, overrides)
+    found = validate.problems(c, task)
+    assert len(found) == 1 and found[0].startswith(expected), found

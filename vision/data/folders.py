@@ -13,12 +13,19 @@ dataset but CIFAR, decoded lazily (`attnbench.data.formats.image_folder`):
 Class indices follow the sorted class-folder names (torchvision's `ImageFolder`, timm, and the
 ImageNet synset order), so labels agree with other tools' checkpoints; Tiny-ImageNet's
 `wnids.txt` must list exactly the training folders.
+
+No bad input is read silently: a training class folder without images (a partial copy or
+extraction) is an error naming it, since it would still count as a class and shift the class
+count the model is built for; so is a text file of the release (`wnids.txt`,
+`val_annotations.txt`) that is not UTF-8 text.
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
+
+import numpy as np
 
 from attnbench.data import cache
 from attnbench.data.formats import image_folder
@@ -30,9 +37,10 @@ def read_tiny_imagenet(directory: str | os.PathLike) -> dict:
     """Tiny-ImageNet's release folder -> `{"train", "test"}` lazy sources (test = its val set).
 
     Raises:
-      DataError: a missing `wnids.txt`, `train/` or `val/val_annotations.txt`, a class list
-        that differs from the training folders, or an annotation naming an unknown class or a
-        missing file, each naming the file.
+      DataError: a missing `wnids.txt`, `train/` or `val/val_annotations.txt`, a text file
+        that is not UTF-8, a class list that differs from the training folders, a training
+        class without images, or an annotation naming an unknown class or a missing file,
+        each naming the file.
     """
     root = pathlib.Path(directory).expanduser()
     if (root / "tiny-imagenet-200").is_dir() and not (root / "wnids.txt").is_file():
@@ -45,7 +53,7 @@ def read_tiny_imagenet(directory: str | os.PathLike) -> dict:
                 "tiny-imagenet-200/ (wnids.txt, train/<wnid>/images/, val/images/, "
                 "val/val_annotations.txt)"
             )
-    wnids = [w.strip() for w in wnids_file.read_text().split() if w.strip()]
+    wnids = [w.strip() for w in _read_text(wnids_file).split() if w.strip()]
     folders = sorted(p.name for p in (root / "train").iterdir() if p.is_dir())
     if sorted(wnids) != folders or len(set(wnids)) != len(wnids):
         extra = sorted(set(folders) - set(wnids))[:3]
@@ -56,9 +64,10 @@ def read_tiny_imagenet(directory: str | os.PathLike) -> dict:
         )
     classes = sorted(wnids)
     train = image_folder.ImageFolder(root / "train", classes=classes)
+    _refuse_empty_classes(train, root / "train", "re-extract tiny-imagenet-200.zip")
     files, labels = [], []
     index = {w: i for i, w in enumerate(classes)}
-    for number, line in enumerate(annotations.read_text().splitlines(), 1):
+    for number, line in enumerate(_read_text(annotations).splitlines(), 1):
         if not line.strip():
             continue
         fields = line.split("\t")
@@ -80,7 +89,13 @@ def read_tiny_imagenet(directory: str | os.PathLike) -> dict:
 
 def read_class_folders(directory: str | os.PathLike) -> dict:
     """ImageNet-style `train/<class>/` and `val/<class>/` -> `{"train", "test"}` lazy sources
-    with the training folders' class list (test = the val folder)."""
+    with the training folders' class list (test = the val folder; a class without a val folder
+    has no test images).
+
+    Raises:
+      DataError: a missing `train/` or `val/`, a training class folder without images, or a
+        val class folder that is not a training class, each naming the folder.
+    """
     root = pathlib.Path(directory).expanduser()
     for sub in ("train", "val"):
         if not (root / sub).is_dir():
@@ -90,4 +105,33 @@ def read_class_folders(directory: str | os.PathLike) -> dict:
                 "as torchvision and timm read it)"
             )
     train = image_folder.ImageFolder(root / "train")
+    _refuse_empty_classes(train, root / "train", "copy its images again")
     return {"train": train, "test": image_folder.ImageFolder(root / "val", classes=train.classes)}
+
+
+def _read_text(path: pathlib.Path) -> str:
+    """A release text file, which must be UTF-8 (the released ones are ASCII)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise cache.DataError(
+            f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}); the "
+            "released file is plain ASCII: re-extract tiny-imagenet-200.zip"
+        ) from None
+    except OSError as e:
+        raise cache.DataError(f"{path}: cannot read ({e})") from None
+
+
+def _refuse_empty_classes(source: image_folder.ImageFolder, root: pathlib.Path, fix: str) -> None:
+    """A training class folder with no image would still count as a class (the folder names
+    make the class list): the class count, and with it the model's head, would silently
+    differ from the release's."""
+    counts = np.bincount(source.labels, minlength=len(source.classes))
+    empty = [name for name, n in zip(source.classes, counts, strict=True) if n == 0]
+    if empty:
+        more = f" (and {len(empty) - 1} more class folders)" if len(empty) > 1 else ""
+        raise cache.DataError(
+            f"{root / empty[0]}: class folder without images "
+            f"({', '.join(image_folder.EXTENSIONS)}){more}; every training class needs its "
+            f"images (a partial copy or extraction?): {fix}"
+        )

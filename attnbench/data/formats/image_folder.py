@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -33,14 +34,34 @@ EXTENSIONS = (".jpeg", ".jpg", ".png", ".bmp", ".ppm", ".webp")  # matched case-
 
 
 def decode(path: str | os.PathLike) -> np.ndarray:
-    """The image at `path` as uint8 [H, W, 3] RGB; an unreadable file is a `DataError` naming it."""
+    """The image at `path` as uint8 [H, W, 3] RGB; an unreadable file is a `DataError` naming it.
+
+    Pillow's decompression-bomb limit (`PIL.Image.MAX_IMAGE_PIXELS`) stays as Pillow sets it:
+    an image above twice the limit is a `DataError` naming the file (Pillow's
+    `DecompressionBombError`, and its `DecompressionBombWarning` where warnings are errors); one
+    between the limit and twice it is decoded, with a `DecompressionBombWarning` naming the file
+    after Pillow's own.
+    """
     from PIL import Image, UnidentifiedImageError  # only the image domains need Pillow
 
     try:
         with Image.open(path) as img:
+            limit = Image.MAX_IMAGE_PIXELS
+            if limit and img.width * img.height > limit:
+                warnings.warn(
+                    f"{path}: {img.width}x{img.height} pixels, above Pillow's decompression-bomb "
+                    f"limit of {limit} pixels (PIL.Image.MAX_IMAGE_PIXELS); decoded anyway",
+                    Image.DecompressionBombWarning,
+                    stacklevel=2,
+                )
             return np.asarray(img.convert("RGB"), dtype=np.uint8)
     except FileNotFoundError:
         raise cache.DataError(f"{path}: image file not found") from None
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+        raise cache.DataError(
+            f"{path}: refused by Pillow's decompression-bomb check ({e}); replace the file with "
+            "a smaller image"
+        ) from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
         raise cache.DataError(f"{path}: cannot decode as an image ({e})") from None
 

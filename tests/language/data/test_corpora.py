@@ -91,6 +91,29 @@ def test_word_level_rejects_invalid_utf8(tmp_path):
         corpora.wikitext(folder, cache_root=tmp_path / "c")
 
 
+@pytest.mark.parametrize("text", ["", "\n\n \n"], ids=["empty", "blank-lines"])
+@pytest.mark.parametrize("split", ["train", "valid", "test"])
+def test_a_split_file_without_text_is_an_error_naming_it(tmp_path, split, text):
+    """Empty: refused before tokenising; blank lines only: a split of </s> alone, refused
+    after (and from the cache as well)."""
+    folder = _write_wikitext(tmp_path / "w")
+    (folder / f"wiki.{split}.tokens").write_text(text)
+    name = "val" if split == "valid" else split
+    pattern = rf"wiki\.{split}\.tokens: the {name} split's file holds no text"
+    for _ in range(2):
+        with pytest.raises(errors.DataError, match=pattern):
+            corpora.wikitext(folder, cache_root=tmp_path / "c")
+    ptb = tmp_path / "ptb"
+    ptb.mkdir()
+    for s, content in (("train", " hello world \n"), ("valid", " world\n"), ("test", " hell\n")):
+        (ptb / f"ptb.{s}.txt").write_text(text if s == split else content)
+    with pytest.raises(errors.DataError, match=rf"ptb\.{split}\.txt: the {name} split's file"):
+        corpora.ptb(ptb, cache_root=tmp_path / "c")
+    bpe = tokenizers.GPT2BPE(_write_tokenizer(tmp_path / "gpt2"))
+    with pytest.raises(errors.DataError, match=rf"ptb\.{split}\.txt: the {name} split's file"):
+        corpora.ptb(ptb, cache_root=tmp_path / "c", bpe=bpe)
+
+
 # --------------------------------------------------------------------------------------------
 # GPT-2 BPE
 # --------------------------------------------------------------------------------------------
@@ -210,6 +233,16 @@ def test_fashion_mnist_pixels(tmp_path):
 
 # --------------------------------------------------------------------------------------------
 # Dispatch and the cache
+def test_an_empty_raw_file_is_an_error_not_a_reason_to_read_tokens(tmp_path):
+    folder = _write_wikitext(tmp_path / "wt2")  # the .tokens files
+    for split in ("train", "valid", "test"):
+        (folder / f"wiki.{split}.raw").write_text(" \n hello\n")
+    (folder / "wiki.test.raw").write_text("")
+    bpe = tokenizers.GPT2BPE(_write_tokenizer(tmp_path / "gpt2"))
+    with pytest.raises(errors.DataError, match=r"wiki\.test\.raw: the test split's file"):
+        corpora.wikitext(folder, cache_root=tmp_path / "c", name="wikitext-2", bpe=bpe)
+
+
 # --------------------------------------------------------------------------------------------
 
 

@@ -155,3 +155,59 @@ def test_conversion_in_worker_processes_equals_in_process(tmp_path):
     two, _ = modelnet40.load_modelnet(tmp_path, num_points=8, cache_dir=tmp_path / "b", workers=2)
     np.testing.assert_array_equal(one["train"].arrays["points"], two["train"].arrays["points"])
     np.testing.assert_array_equal(two["train"].arrays["label"], 0)
+
+
+def _rewrite(path, **datasets):
+    """Replace datasets of an HDF5 file: a value of None makes the key a group instead."""
+    import h5py
+
+    with h5py.File(path, "a") as f:
+        for key, value in datasets.items():
+            del f[key]
+            if value is None:
+                f.create_group(key).create_dataset("x", data=np.zeros(2))
+            else:
+                f[key] = value
+
+
+@pytest.mark.parametrize("key", ["data", "label", "normal"])
+def test_hdf5_group_instead_of_dataset_names_file_and_key(tmp_path, key):
+    folder, _ = write_hdf5_release(tmp_path)
+    _rewrite(folder / "ply_data_train1.h5", **{key: None})
+    with pytest.raises(errors.DataError, match=rf"ply_data_train1\.h5: '{key}' is an HDF5 group"):
+        modelnet40.load_modelnet(tmp_path, layout="hdf5", num_points=8, cache=False)
+
+
+@pytest.mark.parametrize(
+    "labels,expected",
+    [
+        (
+            np.array([[3]], np.uint8),
+            r"label\[0\] = 3 is outside 0\.\.2 \(the 3 classes of shape_names",
+        ),
+        (np.array([[-1]], np.int8), r"label\[0\] = -1 is outside 0\.\.2"),
+        (np.array([[1.5]], np.float32), r"label\[0\] = 1\.5 is not a class index"),
+        (np.array([[b"a"]]), r"dataset 'label' \(one class per cloud\) has dtype \|S1"),
+    ],
+)
+def test_hdf5_bad_labels_name_the_file(tmp_path, labels, expected):
+    folder, _ = write_hdf5_release(tmp_path)
+    _rewrite(folder / "ply_data_train1.h5", label=labels)
+    with pytest.raises(errors.DataError, match=r"ply_data_train1\.h5: " + expected):
+        modelnet40.load_modelnet(tmp_path, layout="hdf5", num_points=8, cache=False)
+
+
+def test_hdf5_bad_shapes_name_the_file(tmp_path):
+    folder, _ = write_hdf5_release(tmp_path)
+    path = folder / "ply_data_test0.h5"
+    _rewrite(path, data=np.zeros((2, 8, 2), np.float32), normal=np.zeros((2, 8, 2), np.float32))
+    with pytest.raises(
+        errors.DataError, match=r"ply_data_test0\.h5: 'data' must be \[n, points, 3\]"
+    ):
+        modelnet40.load_modelnet(tmp_path, layout="hdf5", num_points=8, cache=False)
+    _rewrite(path, data=np.zeros((2, 0, 3), np.float32), normal=np.zeros((2, 0, 3), np.float32))
+    with pytest.raises(errors.DataError, match=r"ply_data_test0\.h5: 'data' has shape \(2, 0, 3\)"):
+        modelnet40.load_modelnet(tmp_path, layout="hdf5", num_points=8, cache=False)
+    _rewrite(path, normal=np.zeros((2, 8, 3), np.float32))
+    with pytest.raises(errors.DataError, match=r"ply_data_test0\.h5: 'normal' has shape"):
+        modelnet40.load_modelnet(tmp_path, layout="hdf5", num_points=8, cache=False)

@@ -128,6 +128,39 @@ def test_tiny_imagenet_errors_name_the_file(tmp_path):
         data.read_tiny_imagenet(tmp_path / "nowhere")
 
 
+@pytest.mark.parametrize("name", ["wnids.txt", "val/val_annotations.txt"])
+def test_tiny_imagenet_text_that_is_not_utf8_names_the_file(tmp_path, name):
+    root = _write_tiny(tmp_path / "t")
+    path = root / name
+    path.write_bytes(path.read_bytes().replace(b"n01", b"n\xff1", 1))
+    with pytest.raises(cache.DataError, match=rf"{name}: not UTF-8 text \(byte 0xff at offset"):
+        data.read_tiny_imagenet(root)
+
+
+def test_a_training_class_folder_without_images_is_an_error_naming_it(tmp_path):
+    root = _write_tiny(tmp_path / "t")
+    for image in (root / "train" / "n02" / "images").iterdir():
+        image.unlink()  # n02_boxes.txt stays: no image is left
+    with pytest.raises(cache.DataError, match=r"train/n02: class folder without images"):
+        data.load(_config("tiny_imagenet", root, num_classes=3))
+    for split, n in (("train", 1), ("val", 1)):
+        for synset in ("n01440764", "n01443537", "n01484850"):
+            for i in range(n):
+                _jpeg(tmp_path / "in" / split / synset / f"{synset}_{i}.JPEG", (0, i, 0))
+    (tmp_path / "in" / "val" / "n01484850" / "n01484850_0.JPEG").unlink()  # val may lack one
+    assert data.read_class_folders(tmp_path / "in")["test"].labels.tolist() == [0, 1]
+    for image in (tmp_path / "in" / "train" / "n01443537").iterdir():
+        image.unlink()
+    (tmp_path / "in" / "train" / "n01484850" / "n01484850_0.JPEG").rename(
+        tmp_path / "in" / "train" / "n01484850" / "notes.txt"
+    )
+    with pytest.raises(
+        cache.DataError,
+        match=r"train/n01443537: class folder without images \(.*\) \(and 1 more class folders\)",
+    ):
+        data.load(_config("imagenet", tmp_path / "in", num_classes=0))
+
+
 def test_corrupt_jpeg_is_an_error_naming_it(tmp_path):
     root = _write_tiny(tmp_path / "t")
     bad = root / "val" / "images" / "val_2.JPEG"

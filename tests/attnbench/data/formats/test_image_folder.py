@@ -4,6 +4,9 @@ attnbench.data.pipeline."""
 from __future__ import annotations
 
 import pickle
+import struct
+import warnings
+import zlib
 
 import numpy as np
 import pytest
@@ -97,3 +100,43 @@ def test_from_list_through_the_input_pipeline(tmp_path):
     images = np.concatenate([b["image"] for b in batches])[:5]
     np.testing.assert_array_equal(images, np.stack([written[f] for f in files]))
     assert np.concatenate([b["label"] for b in batches])[:5].tolist() == labels
+
+
+def _png_header(path, width, height):
+    """A PNG whose header declares `width` x `height` 8-bit gray pixels (one row of data):
+    Pillow's decompression-bomb check reads only the header."""
+
+    def chunk(kind, data):
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    body = chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(bytes(width + 1)))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + body + chunk(b"IEND", b""))
+
+
+def test_a_decompression_bomb_is_an_error_naming_the_file(tmp_path):
+    """Pillow's limit is kept (20,000^2 pixels is above twice it); the error names the file,
+    also where Pillow's warning (above the limit, below twice it) is made an error."""
+    bomb = tmp_path / "c" / "bomb.png"
+    _png_header(bomb, 20_000, 20_000)
+    source = image_folder.ImageFolder(tmp_path)
+    with pytest.raises(cache.DataError, match=r"bomb\.png: refused by Pillow's decompression-bomb"):
+        source[0]
+    _png_header(bomb, 10_000, 10_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        with pytest.raises(cache.DataError, match=r"bomb\.png: refused by Pillow's"):
+            source[0]
+
+
+def test_an_image_above_the_warning_limit_is_decoded_with_a_warning_naming_it(
+    tmp_path, monkeypatch
+):
+    written = _write(tmp_path, {"c": [("big.png", (10, 12))]})  # 120 pixels
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)  # warn above 100, refuse above 200
+    with pytest.warns(Image.DecompressionBombWarning, match=r"big\.png: 12x10 pixels, above"):
+        image = image_folder.ImageFolder(tmp_path)[0]["image"]
+    np.testing.assert_array_equal(image, next(iter(written.values())))
