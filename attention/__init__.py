@@ -28,6 +28,8 @@ from attention import (  # noqa: F401
     toeplitz,
 )
 from attention.registry import (
+    AttentionOutputError,
+    DuplicateAttentionError,
     Mechanism,
     UnknownAttentionError,
     check,
@@ -40,6 +42,8 @@ from attention.registry import (
 )
 
 __all__ = [
+    "AttentionOutputError",
+    "DuplicateAttentionError",
     "Mechanism",
     "UnknownAttentionError",
     "check",

@@ -22,6 +22,13 @@ Conventions a mechanism declares when it registers:
     call on one sequence (`attention.cost`), written beside the mechanism. Optional: a
     mechanism without one still trains and benchmarks; FLOP counts report its attention as
     unknown (`attnbench.nn.flops`).
+
+What `get` returns checks its contract where it costs nothing: every call of `Mechanism.apply`
+checks the output's shape (`[B, N, H, Dv]`: q's batch and queries, v's heads and head_dim; v's
+tokens when q is None) and that it is a floating array, when it is traced (model init or the
+first call of a jitted step), raising `AttentionOutputError` naming the mechanism. A name is
+registered once: a second `register` under it raises `DuplicateAttentionError` naming the module
+that registered it first, unless it registers the same function again (a module imported twice).
 """
 
 from __future__ import annotations
@@ -29,12 +36,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
+
+import jax.numpy as jnp
 
 __all__ = [
     "Mechanism",
     "UnknownAttentionError",
+    "DuplicateAttentionError",
+    "AttentionOutputError",
     "register",
     "get",
     "names",
@@ -56,6 +68,21 @@ class UnknownAttentionError(KeyError):
         return str(self.args[0])
 
 
+class DuplicateAttentionError(ValueError):
+    """A second mechanism registered under a name that is taken (the message names the module
+    that registered it first)."""
+
+    user_error = True  # one line and exit status 2 at every entry point, as UnknownAttentionError
+
+
+class AttentionOutputError(TypeError):
+    """A mechanism's `apply` returned something other than the `[B, N, H, Dv]` floating array
+    of its contract (the message names the mechanism, the shape expected and the one returned).
+    """
+
+    user_error = True  # the mechanism's code (a user's, through --import) must be fixed
+
+
 @dataclasses.dataclass(frozen=True)
 class Mechanism:
     """An attention mechanism with its hyper-parameters bound.
@@ -64,7 +91,8 @@ class Mechanism:
       name: registry name.
       hparams: the bound hyper-parameters (defaults updated by the caller's values).
       init: `init(key, *, num_heads, head_dim, **shape) -> params` (a pytree of arrays).
-      apply: `apply(params, q, k, v, *, mask=None, key=None, train=False, **inputs) -> out`.
+      apply: `apply(params, q, k, v, *, mask=None, key=None, train=False, **inputs) -> out`;
+        checks `out`'s shape and dtype on every call (`AttentionOutputError`).
       inputs: extra keyword inputs `apply` consumes (see the module docstring).
       requires: the inputs it cannot run without (a model must pass them on every call).
       needs_qk: False when `apply` ignores q and k.
@@ -93,6 +121,7 @@ class _Entry:
     check: Callable[[Mapping[str, Any], int | None], None] | None = None
     flops: Callable[[Any, Mapping[str, Any]], tuple[float, float]] | None = None
     requires: tuple[str, ...] = ()
+    module: str = "?"  # where it was registered from, for a second registration's error
 
 
 _REGISTRY: dict[str, _Entry] = {}
@@ -120,6 +149,10 @@ def register(
 ) -> None:
     """Registers a mechanism.
 
+    Registering the same `apply` again under its name changes nothing, and its definition
+    executed again (the same line of the same file: a module imported twice) replaces the
+    entry; any other function under a taken name is refused.
+
     Args:
       name: the registry name (unique).
       apply: pure function `apply(params, q, k, v, *, mask, key, train, **hparams, **inputs)`.
@@ -138,9 +171,20 @@ def register(
       flops: optional `flops(call, hparams) -> (matmul FLOPs, elementwise FLOPs)` of one
         forward call on one sequence, `call` an `attention.cost.Call`, `hparams` the bound
         hyper-parameters (conventions: `attention.cost`).
+
+    Raises:
+      DuplicateAttentionError: `name` is registered already, by another function.
     """
     if name in _REGISTRY:
-        raise ValueError(f"attention mechanism {name!r} is already registered")
+        first = _REGISTRY[name]
+        if first.apply is apply:
+            return  # the same registration again: a module imported twice
+        if not _same_definition(first.apply, apply):
+            raise DuplicateAttentionError(
+                f"attention {name!r} is already registered by {first.module}; register yours "
+                f"under another name, e.g. attention.register({name + '_mine'!r}, ...), and "
+                "select it by that name"
+            )
     if set(requires) - set(inputs):
         raise TypeError(f"{name}: requires {sorted(set(requires) - set(inputs))}, not inputs")
     init = init or _no_params
@@ -159,7 +203,28 @@ def register(
         check,
         flops,
         tuple(requires),
+        _caller(),
     )
+
+
+def _same_definition(a: Callable[..., Any], b: Callable[..., Any]) -> bool:
+    """Whether two functions are one definition executed twice (the same line of the same
+    file: a module imported again, or under its name and as a file)."""
+    code_a, code_b = getattr(a, "__code__", None), getattr(b, "__code__", None)
+    return (
+        code_a is not None
+        and code_b is not None
+        and (code_a.co_filename, code_a.co_firstlineno, code_a.co_qualname)
+        == (code_b.co_filename, code_b.co_firstlineno, code_b.co_qualname)
+    )
+
+
+def _caller() -> str:
+    """The module that called `register`, with its file: `module attention.softmax (...py)`."""
+    frame = sys._getframe(2)  # _caller <- register <- the registering module
+    name = frame.f_globals.get("__name__", "?")
+    path = frame.f_globals.get("__file__")
+    return f"module {name} ({path})" if path else f"module {name}"
 
 
 def names() -> list[str]:
@@ -239,12 +304,56 @@ def get(name: str, **hparams: Any) -> Mechanism:
         name=name,
         hparams=bound,
         init=functools.partial(entry.init, **init_kw),
-        apply=functools.partial(entry.apply, **apply_kw),
+        apply=_checked(name, functools.partial(entry.apply, **apply_kw)),
         inputs=entry.inputs,
         requires=entry.requires,
         needs_qk=entry.needs_qk,
         flops=flops,
     )
+
+
+def _checked(name: str, apply: Callable[..., Any]) -> Callable[..., Any]:
+    """`apply` that checks each output against the contract (`_check_output`)."""
+
+    def checked_apply(params, q, k, v, *args, **kwargs):
+        out = apply(params, q, k, v, *args, **kwargs)
+        _check_output(name, out, q, v)
+        return out
+
+    checked_apply.__qualname__ = checked_apply.__name__ = f"apply[{name}]"
+    return checked_apply
+
+
+_LAYOUT = "[batch, queries, heads, head_dim]"
+
+
+def _check_output(name: str, out: Any, q: Any, v: Any) -> None:
+    """Raises `AttentionOutputError` unless `out` is a floating array of shape
+    `[B, N, H, Dv]` (q's B and N, v's H and Dv; N = v's tokens when q is None). Shapes are
+    static, so under `jit` this runs once, when the call is traced. Nothing is checked when v
+    is not a 4-D array (a call outside the contract's layout has no expectation to check)."""
+    v_shape = getattr(v, "shape", None)
+    if v_shape is None or len(v_shape) != 4:
+        return
+    q_shape = getattr(q, "shape", None)
+    b, n = (q_shape[0], q_shape[1]) if q_shape is not None and len(q_shape) == 4 else v_shape[:2]
+    expected = (b, n, v_shape[2], v_shape[3])
+    shape, dtype = getattr(out, "shape", None), getattr(out, "dtype", None)
+    if shape is None or dtype is None:
+        raise AttentionOutputError(
+            f"attention {name!r} returned a {type(out).__name__}, expected an array of shape "
+            f"{expected} {_LAYOUT}; fix its apply"
+        )
+    if tuple(shape) != expected:
+        raise AttentionOutputError(
+            f"attention {name!r} returned shape {tuple(shape)}, expected {expected} {_LAYOUT}; "
+            "fix its apply"
+        )
+    if not jnp.issubdtype(dtype, jnp.floating):
+        raise AttentionOutputError(
+            f"attention {name!r} returned an array of dtype {dtype}, expected a floating dtype "
+            f"(as v's, {getattr(v, 'dtype', '?')}); fix its apply"
+        )
 
 
 def _bound_flops(formula, hparams: Mapping[str, Any], call) -> tuple[float, float]:

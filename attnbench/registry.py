@@ -5,11 +5,14 @@
     def build_swin(...): ...
     BACKBONES.get("swin"); BACKBONES.names(); "swin" in BACKBONES
 
-A name is registered once (a second registration is a bug: `ValueError`); an unknown name is a
-user error (`attnbench.errors.UnknownNameError` or the registry's own subclass) that lists the
-known ones. A registry may be given `load(name)`, called before a name is looked up, to import
-the module that registers it (tasks import their domain on demand), and `load_all()`, called
-before every name is listed.
+A name is registered once: a second registration of another thing under it (a plugin reusing a
+built-in's name) is a user error (`attnbench.errors.ConfigError`) naming the module that registered
+it first, and the same thing again (a module imported twice) changes nothing. A plugin cannot
+shadow a built-in by registering first: the module that owns the name is loaded before the check.
+An unknown name is a user error (`attnbench.errors.UnknownNameError` or the registry's own
+subclass) that lists the known ones. A registry may be given `load(name)`, called before a name
+is looked up or registered, to import the module that registers it (tasks import their domain on
+demand), and `load_all()`, called before every name is listed.
 """
 
 from __future__ import annotations
@@ -45,9 +48,15 @@ class Registry[T]:
         """`register(name, value)`, or `@register(name)` on a class or function."""
 
         def add(item: T) -> T:
-            if name in self._items:
-                raise ValueError(f"{self.kind} {name!r} is already registered")
-            self._items[name] = item
+            if name not in self._items and self._load is not None:
+                self._load(name)  # the module that owns the name registers it first
+            first = self._items.get(name)
+            if first is not None and first is not item and _origin(first) != _origin(item):
+                raise errors.ConfigError(
+                    f"{self.kind} {name!r} is already registered by {_origin(first)[0]}; "
+                    "register yours under another name"
+                )
+            self._items[name] = item  # new, or the same definition again (imported twice)
             return item
 
         return add if value is None else add(value)
@@ -73,3 +82,12 @@ class Registry[T]:
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
+
+
+def _origin(item) -> tuple[str, str]:
+    """(module, qualified name) of a registered thing (backbones register tuples)."""
+    item = item[0] if isinstance(item, tuple) and item else item
+    return (
+        getattr(item, "__module__", None) or "an unknown module",
+        getattr(item, "__qualname__", None) or repr(item),
+    )

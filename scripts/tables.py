@@ -14,7 +14,11 @@ every `--runs` root (default: your runs under `runs/tables`, then the committed 
 of the summaries: running it twice writes the same bytes. `leaderboard.md` ranks every mechanism run
 so far per task and on average (`attnbench.papers.leaderboard`), including the runs of
 `scripts.reproduce --attn NAME`. The summaries are read by `attnbench.papers.runs` and the files
-rendered by `attnbench.papers.render`.
+rendered by `attnbench.papers.render`. A `summary.json` under a run root that is not a run summary
+(cut short, not JSON, a field of another type: `metrics.test_best.accuracy` a string, `device` a
+list) stops it with one line naming the file and the field, exit status 2, before any file is
+written (`attnbench.papers.summaries`); a missing or `null` metric is one the run does not have, a
+`NaN` one a failed run.
 """
 
 from __future__ import annotations
@@ -67,17 +71,22 @@ def main(argv=None) -> int:
     for key in args.tables or []:
         if key not in known:
             parser.error(f"unknown table {key!r}; known: {', '.join(known)}")
+    # Every summary is read (and a bad one reported) before the first file is written.
+    todo = []
     for key in args.tables or known:
         table = tables.load(key)
         results = runs.collect(table, args.runs)
         extra = (sub.label, runs.collect_substituted(table, args.runs, sub)) if sub else None
+        todo.append((table, results, extra))
+    index_page = render.index_page(args.runs)
+    board = leaderboard.collect(runs.roots(args.runs))
+    for table, results, extra in todo:
         written = render.write(
             table, results, args.out, extra=extra, latex=args.latex, plots=not args.no_plots
         )
-        print(f"wrote {args.out}/{render.stem(key)}.{{{','.join(written)}}}")
-    io.write_text(f"{args.out}/index.md", render.index_page(args.runs))
+        print(f"wrote {args.out}/{render.stem(table.key)}.{{{','.join(written)}}}")
+    io.write_text(f"{args.out}/index.md", index_page)
     print(f"wrote {args.out}/index.md")
-    board = leaderboard.collect(runs.roots(args.runs))
     io.write_text(
         f"{args.out}/leaderboard.md",
         leaderboard.render(board, header=render.HEADER_MD) + "\n",

@@ -236,6 +236,10 @@ class Attention(nnx.Module):
             )
         )
         buffers = arrays.pop("buffers", {})
+        if layer_index == 0:
+            _probe_output_shape(
+                mechanism, arrays, buffers, dim, max_len, num_heads, head_dim, dtype
+            )
         self.mechanism_params = nnx.data(jax.tree.map(nnx.Param, arrays))
         self.mechanism_buffers = nnx.data(jax.tree.map(Buffer, buffers))
 
@@ -257,6 +261,34 @@ class Attention(nnx.Module):
             params, q, k, self.value(x), mask=mask, key=key, train=train, **extra
         )
         return self.out(out)
+
+
+def _probe_output_shape(mechanism, arrays, buffers, dim, max_len, num_heads, head_dim, dtype):
+    """Traces `mechanism.apply` once, abstractly (`jax.eval_shape`, nothing computed), on
+    `[1, max_len, num_heads, head_dim]` inputs, so that a mechanism returning the wrong shape
+    (`attention.AttentionOutputError`, checked by `attention.get`'s apply on every call) is named
+    when the model is built, before a run writes anything, not at its first step. Any other
+    error of this made-up call (a mechanism that needs inputs it cannot invent, or a mask) is
+    left to the real call; mechanisms that require inputs, or an unknown length, are not probed.
+    """
+    if max_len is None or mechanism.requires:
+        return
+
+    dtype = jnp.float32 if dtype is None else dtype
+    params = {**arrays, "buffers": buffers} if buffers else dict(arrays)  # only shapes are read
+    v = jax.ShapeDtypeStruct((1, max_len, num_heads, head_dim), dtype)
+    extra = {"x": jax.ShapeDtypeStruct((1, max_len, dim), dtype)} if "x" in mechanism.inputs else {}
+
+    def call(params, v, extra):
+        qk = v if mechanism.needs_qk else None
+        return mechanism.apply(params, qk, qk, v, **extra)
+
+    try:
+        jax.eval_shape(call, params, v, extra)
+    except attention.AttentionOutputError:
+        raise
+    except Exception:  # noqa: BLE001 (inconclusive: the real call reports its own problem)
+        pass
 
 
 GELUS = ("tanh", "erf")

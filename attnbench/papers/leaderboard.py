@@ -6,8 +6,10 @@
 validation checkpoint's test number, mean over seeds, for the best config of each mechanism,
 named beside it; equal numbers share a rank), then per preset the average rank over the tasks
 each mechanism has run. Numbers at different presets or on different data are never ranked
-together. A summary that cannot be read is skipped with a warning naming it; a non-finite metric
-counts as a failed run.
+together. Summaries are read as the tables read them (`attnbench.papers.summaries`): one that is
+not a run summary (malformed JSON, a field absent or of another type) is an `errors.DataError`
+naming the file and the field; the summaries of exact cells (`scripts.reproduce`'s computed
+numbers, no task) are not runs and are left out; a non-finite metric counts as a failed run.
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ from __future__ import annotations
 import math
 import pathlib
 import statistics
-import sys
 
-from attnbench import errors, io
+from attnbench.papers import summaries
 
 __all__ = ["collect", "render", "PRIMARY"]
 
@@ -33,15 +34,23 @@ PRIMARY = (
 )
 
 
-def _primary(metrics: dict):
+def _primary(summary: dict, path) -> tuple[str, bool, float] | None:
+    """`(metric, higher is better, value)` of the first `PRIMARY` metric the run's
+    `metrics.test_best` has (absent or null: it does not have it); None when it has none."""
+    best = summaries.required(
+        summaries.section(summary, path, "metrics", "test_best"), path, "metrics", "test_best"
+    )
     for name, higher in PRIMARY:
-        if name in metrics:
-            return name, higher, metrics[name]
+        if name in best:
+            value = summaries.number(summary, path, "metrics", "test_best", name)
+            if value is not None:
+                return name, higher, value
     return None
 
 
 def _config_label(summary: dict, path: pathlib.Path) -> str:
-    parts = str(summary.get("command", "")).split()
+    command = summaries.string(summary, path, "command")
+    parts = (command or "").split()
     for i, part in enumerate(parts):
         if part.startswith("--config="):
             return part[len("--config=") :]
@@ -50,28 +59,34 @@ def _config_label(summary: dict, path: pathlib.Path) -> str:
     return str(path.parent.parent)
 
 
+def _is_exact(summary: dict, path) -> bool:
+    """An exact cell's summary (`attnbench.papers.reproduce.compute_exact`): no run."""
+    return "exact" in summary or summaries.string(summary, path, "preset") == "exact"
+
+
 def collect(roots) -> dict:
     """`{(task, preset, source): {mechanism: {"value", "metric", "higher", "seeds", "config",
     "failed"}}}`, the best config of each mechanism (by mean over seeds)."""
     runs: dict = {}
     for root in map(pathlib.Path, roots):
         for path in sorted(root.rglob("summary.json")):
-            try:
-                s = io.read_json(path, what="run summary")
-                task, attn = s["task"], s["attention"]["name"]
-                preset, source = s.get("preset") or "?", s["data"]["source"]
-                found = _primary(s["metrics"]["test_best"])
-            except (errors.DataError, KeyError, TypeError, AttributeError) as e:
-                if "exact" not in str(path):  # computed cells have no task
-                    print(f"warning: skipping {path}: {e}", file=sys.stderr)
+            s = summaries.read(path)
+            if _is_exact(s, path):
                 continue
+            task = summaries.required(summaries.string(s, path, "task"), path, "task")
+            attn = summaries.string(s, path, "attention", "name")
+            attn = summaries.required(attn, path, "attention", "name")
+            preset = summaries.string(s, path, "preset") or "?"
+            source = summaries.string(s, path, "data", "source")
+            source = summaries.required(source, path, "data", "source")
+            found = _primary(s, path)
             if found is None:
                 continue
             name, higher, value = found
             key = (task, preset, source)
             config = _config_label(s, path)
             runs.setdefault(key, {}).setdefault(attn, {}).setdefault(config, []).append(
-                (name, higher, float(value))
+                (name, higher, value)
             )
     out = {}
     for key, by_mech in runs.items():

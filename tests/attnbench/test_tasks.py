@@ -5,6 +5,8 @@ training phases, per-call attention inputs as arguments, and the one registry ki
 import ast
 import inspect
 import pathlib
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -85,8 +87,11 @@ def test_registry_refuses_a_second_registration_and_lists_the_known_names():
     reg.register("a", 1)
     reg.register("b")(2)
     assert (reg.get("a"), reg.names(), "b" in reg, "c" in reg) == (1, ["a", "b"], True, False)
-    with pytest.raises(ValueError, match="already registered"):
+    with pytest.raises(
+        errors.ConfigError, match="widget 'a' is already registered by an unknown module"
+    ):
         reg.register("a", 3)
+    reg.register("a", 1)  # the same thing again (a module imported twice) changes nothing
     with pytest.raises(errors.UnknownNameError, match="unknown widget 'c'; known: a, b"):
         reg.get("c")
     with pytest.raises(tasks.UnknownTaskError, match="known tasks: .*lra.listops"):
@@ -95,6 +100,33 @@ def test_registry_refuses_a_second_registration_and_lists_the_known_names():
         backbones.build("nope", model_cfg=None, attention_cfg=None, max_len=1, rngs=None)
     with pytest.raises(errors.UnknownNameError, match="unknown evaluator 'nope'"):
         evaluators.get("nope")
+
+
+PLUGIN_TASK = """
+from attnbench import cli, tasks
+
+
+def main(argv):
+    @tasks.register("lra.listops")  # before anything imported lra.tasks
+    class Mine(tasks.Task):
+        pass
+
+
+raise SystemExit(cli.run(main, []))
+"""
+
+
+def test_a_plugin_cannot_shadow_a_builtin_task_even_registering_first(tmp_path):
+    """The registry loads the module that owns a name before checking it, so a plugin's task
+    under a built-in's name is refused in one line, not used silently in its place."""
+    out = subprocess.run(
+        [sys.executable, "-c", PLUGIN_TASK], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert out.stderr.strip() == (
+        "error: task 'lra.listops' is already registered by lra.tasks; register yours under "
+        "another name"
+    )
 
 
 # ---- one evaluation path ------------------------------------------------------------------

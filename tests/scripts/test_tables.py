@@ -117,6 +117,10 @@ def _summary(root, cell, preset, seed, value, source, **extra):
         {"exact": {"value": value}} if preset == "exact" else {"test_best": {"accuracy": value}}
     )
     s = {"metrics": section, "data": {"source": source}, **extra}
+    if preset != "exact":  # a training run's summary names its task and mechanism
+        s = {"task": "lra.listops", "attention": {"name": "softmax"}, "preset": preset, **s}
+    else:
+        s = {"preset": "exact", "exact": {"function": cell.exact}, **s}
     (d / "summary.json").write_text(json.dumps(s))
 
 
@@ -216,21 +220,103 @@ def test_a_failed_run_is_shown_as_failed_never_as_a_number(tmp_path):
     assert "ListOps,B,37.11,,Someone 2023,,,0,1,cpu," in text
 
 
-def test_a_bad_summary_is_skipped_with_a_warning_naming_it(tmp_path, capsys):
+# (what replaces a good summary's part, the field the one-line error names)
+HOSTILE = [
+    ("cut-short", None, "malformed run summary"),
+    ("metrics-list", {"metrics": []}, "metrics is a list [], not an object"),
+    ("metrics-string", {"metrics": "x"}, "metrics is 'x', not an object"),
+    ("section-list", {"metrics": {"test_best": []}}, "metrics.test_best is a list [], not an"),
+    ("metric-string", {"metrics": {"test_best": {"accuracy": "abc"}}}, "accuracy is 'abc', not a"),
+    ("metric-numeric-string", {"metrics": {"test_best": {"accuracy": "0.5"}}}, "is '0.5', not a"),
+    ("metric-list", {"metrics": {"test_best": {"accuracy": [0.5]}}}, "accuracy is a list [0.5]"),
+    ("device-string", {"device": "cpu"}, "device is 'cpu', not an object"),
+    ("device-list", {"device": ["cpu", 1]}, "device is a list ['cpu', 1], not an object"),
+    ("device-count", {"device": {"kind": "cpu", "count": "one"}}, "device.count is 'one'"),
+    ("data-string", {"data": "generated"}, "data is 'generated', not an object"),
+    ("data-list", {"data": []}, "data is a list [], not an object"),
+    ("source-list", {"data": {"source": ["x"]}}, "data.source is a list ['x'], not a string"),
+    ("revision-number", {"git_revision": 12}, "git_revision is 12, not a string"),
+    ("versions-string", {"versions": "1.0"}, "versions is '1.0', not an object"),
+    ("not-an-object", [1], "run summary is a list [1], not an object"),
+]
+
+
+def _hostile(root, change) -> pathlib.Path:
+    """The fixture's runs, one summary of cell A changed by `change` (None: cut short)."""
+    _fixture(root)
+    path = runs.run_dir(root, TABLE.key, "cpu", TABLE.cells[0], 1) / "summary.json"
+    if change is None:
+        path.write_text(path.read_text()[:20])
+    elif isinstance(change, dict):
+        path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
+    else:
+        path.write_text(json.dumps(change))
+    return path
+
+
+@pytest.mark.parametrize("case,change,expected", HOSTILE, ids=[c[0] for c in HOSTILE])
+def test_a_summary_that_is_not_a_run_summary_is_an_error_naming_file_and_field(
+    tmp_path, case, change, expected
+):
+    """Never a table built without the run (or a traceback): one DataError naming the file and
+    the field, the same rule as the leaderboard's (tests/attnbench/papers/test_leaderboard.py)."""
+    path = _hostile(tmp_path, change)
+    with pytest.raises(errors.DataError) as err:
+        runs.collect(TABLE, tmp_path)
+    assert str(err.value).startswith(f"{path}:") and expected in str(err.value), str(err.value)
+
+
+def test_null_means_absent_and_nan_means_failed(tmp_path):
+    """`null` is what it always was: the run has no such number (a metric, the CPU count); a
+    NaN (json's `NaN`) is a diverged run's metric, shown as failed."""
     a, b = TABLE.cells[:2]
-    _summary(tmp_path, a, "cpu", 0, 0.30, "generated")
-    _summary(tmp_path, a, "cpu", 1, 0.32, "generated")
-    cut = runs.run_dir(tmp_path, TABLE.key, "cpu", a, 1) / "summary.json"
-    cut.write_text(cut.read_text()[:20])  # truncated
-    _summary(tmp_path, b, "paper", 0, 0.50, "official")
-    odd = runs.run_dir(tmp_path, TABLE.key, "paper", b, 0) / "summary.json"
-    odd.write_text('{"metrics": {"test_best": []}}')  # malformed, valid JSON
+    _summary(tmp_path, a, "cpu", 0, 0.30, "generated", device={**DEVICE, "cpu_count": None})
+    _summary(tmp_path, a, "cpu", 1, None, "generated", device=None, git_revision=None)
+    _summary(tmp_path, b, "cpu", 0, float("nan"), None)
     results = runs.collect(TABLE, tmp_path)
-    err = capsys.readouterr().err
-    assert f"warning: skipping {cut}:" in err and "malformed run summary" in err
-    assert f"warning: skipping {odd}:" in err
-    assert results[("ListOps", "A")]["values"] == [30.0]  # percent (cell scale 100)
-    assert ("ListOps", "B") not in results
+    assert results[("ListOps", "A")]["values"] == [30.0]  # seed 1 has no accuracy
+    assert results[("ListOps", "A")]["devices"] == ["cpu x1"]
+    assert results[("ListOps", "B")]["failed"] == 1
+    assert results[("ListOps", "B")]["sources"] == ["unknown"]
+
+
+@pytest.mark.parametrize("where", ["table-cell", "leaderboard-only"])
+def test_scripts_tables_on_a_bad_summary_is_one_error_line_and_exit_2(tmp_path, where):
+    """As a user runs it: a cell's summary (read for the index of every table) or a single
+    run's (read by the leaderboard only) that is not a run summary stops scripts.tables with
+    one line naming the file and the field, before any file is written."""
+    import os
+    import subprocess
+    import sys
+
+    root, out = tmp_path / "runs", tmp_path / "out"
+    if where == "table-cell":
+        cell = next(c for c in paper_tables.load("samsa.table1").cells if c.config)
+        path = runs.run_dir(root, "samsa.table1", "cpu", cell, 0) / "summary.json"
+        change, expected = {"accuracy": "abc"}, "metrics.test_best.accuracy is 'abc', not a number"
+    else:
+        path = root / "single" / "summary.json"
+        change, expected = {"accuracy": 0.5}, "data is 'generated', not an object"
+    path.parent.mkdir(parents=True)
+    good = {"task": "lra.listops", "attention": {"name": "softmax"}, "preset": "cpu"}
+    data = {"source": "generated"} if where == "table-cell" else "generated"
+    path.write_text(json.dumps({**good, "data": data, "metrics": {"test_best": change}}))
+    proc = subprocess.run(
+        [sys.executable, "-m", "scripts.tables", "--runs", str(root), "--out", str(out)]
+        + ["--tables", "gfsa.params", "--no-plots"],
+        cwd=ROOT,
+        env=dict(os.environ, JAX_PLATFORMS="cpu"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-3000:]
+    assert (
+        lines[0] == f"error: {path}: {expected}; correct the file, or move its run out of "
+        "the run roots"
+    )
+    assert not out.exists()  # every summary is read before the first file is written
 
 
 def test_a_missing_runs_folder_is_an_error_not_empty_tables(tmp_path):

@@ -1,8 +1,11 @@
 """attnbench.papers.leaderboard: mechanisms ranked per task from summaries, ties shared, failures
-last."""
+last; a summary that is not a run summary is an error naming the file and the field."""
 
 import json
 
+import pytest
+
+from attnbench import errors
 from attnbench.papers import leaderboard
 
 
@@ -41,10 +44,15 @@ def test_ranks_per_task_with_ties_failures_and_the_best_config(tmp_path, capsys)
     _summary(tmp_path, "g", "t3", "softmax", 0.2, metric="mae")  # lower is better
     _summary(tmp_path, "h", "t3", "linear", 0.1, metric="mae")
     _summary(tmp_path, "i", "t1", "softmax", 0.99, preset="smoke")  # never ranked with cpu
-    (tmp_path / "broken" / "seed0").mkdir(parents=True)
-    (tmp_path / "broken" / "seed0" / "summary.json").write_text("{")
+    _summary(tmp_path, "j", "t1", "nothing", None)  # null: the run has no such metric
+    exact = tmp_path / "exact" / "seed0"  # an exact cell's summary: no run, left out
+    exact.mkdir(parents=True)
+    (exact / "summary.json").write_text(
+        json.dumps({"preset": "exact", "metrics": {"exact": {"value": 1.0}}, "exact": {}})
+    )
     results = leaderboard.collect([tmp_path])
-    assert "skipping" in capsys.readouterr().err
+    assert capsys.readouterr().err == ""
+    assert "nothing" not in results[("t1", "cpu", "generated")]
     assert results[("t1", "cpu", "generated")]["linear"]["config"] == "lin-small"
     md = leaderboard.render(results)
     t1 = md.split("## t1 (cpu preset")[1].split("##")[0]
@@ -58,3 +66,39 @@ def test_ranks_per_task_with_ties_failures_and_the_best_config(tmp_path, capsys)
     assert "| `linear` | 1.00 | 3 |" in average and "| `softmax` | 1.67 | 3 |" in average
     assert "`mine`" not in average
     assert "## t1 (smoke preset" in md
+
+
+# (what the summary holds instead of a good one, the field the error names)
+HOSTILE = [
+    ("metric-string-number", {"metrics": {"test_best": {"accuracy": "0.5"}}}, "accuracy is '0.5'"),
+    ("metric-string", {"metrics": {"test_best": {"accuracy": "abc"}}}, "accuracy is 'abc'"),
+    ("metric-bool", {"metrics": {"test_best": {"accuracy": True}}}, "accuracy is True"),
+    ("metrics-list", {"metrics": [1, 2]}, "metrics is a list [1, 2], not an object"),
+    ("test-best-string", {"metrics": {"test_best": "x"}}, "metrics.test_best is 'x', not an obj"),
+    ("no-test-best", {"metrics": {}}, "no metrics.test_best"),
+    ("data-string", {"data": "generated"}, "data is 'generated', not an object"),
+    ("data-list", {"data": ["generated"]}, "data is a list ['generated'], not an object"),
+    ("source-number", {"data": {"source": 3}}, "data.source is 3, not a string"),
+    ("no-task", {"task": None}, "no task"),
+    ("task-list", {"task": ["t1"]}, "task is a list ['t1'], not a string"),
+    ("attention-string", {"attention": "softmax"}, "attention is 'softmax', not an object"),
+    ("command-list", {"command": ["python"]}, "command is a list ['python'], not a string"),
+    ("not-an-object", [], "run summary is a list [], not an object"),
+    ("cut-short", "{", "malformed run summary"),
+]
+
+
+@pytest.mark.parametrize("case,change,expected", HOSTILE, ids=[c[0] for c in HOSTILE])
+def test_a_summary_that_is_not_a_run_summary_is_an_error_naming_file_and_field(
+    tmp_path, case, change, expected
+):
+    _summary(tmp_path, "good", "t1", "softmax", 0.5)
+    _summary(tmp_path, "bad", "t1", "linear", 0.7)
+    path = tmp_path / "bad" / "seed0" / "summary.json"
+    if isinstance(change, dict):
+        path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
+    else:
+        path.write_text(change if isinstance(change, str) else json.dumps(change))
+    with pytest.raises(errors.DataError) as err:
+        leaderboard.collect([tmp_path])
+    assert str(err.value).startswith(f"{path}:") and expected in str(err.value), str(err.value)
