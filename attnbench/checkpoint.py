@@ -15,6 +15,7 @@ process 0 moves a damaged step aside, the others waiting for it.
 
 from __future__ import annotations
 
+import copy
 import os
 import pathlib
 import warnings
@@ -34,15 +35,33 @@ _BEST = ("params", "ema")
 class Checkpoints:
     def __init__(self, directory, *, keep: int = 2, use_async: bool = True):
         directory = pathlib.Path(directory).absolute()
-        opts = lambda n: ocp.CheckpointManagerOptions(
-            max_to_keep=n, enable_async_checkpointing=use_async, create=True
-        )
+
+        def opts(n: int, name: str):
+            # Each manager names its own barriers: orbax names a save's barriers by the step
+            # directory ("async_write_complete.<step>"), and the best and latest saves of one
+            # step run at the same time in the background, so with one shared prefix two
+            # processes could meet at the other manager's barrier (orbax: "Barrier ... is
+            # already ongoing", or one process's array metadata finalised without the other's).
+            return ocp.CheckpointManagerOptions(
+                max_to_keep=n,
+                enable_async_checkpointing=use_async,
+                create=True,
+                multiprocessing_options=ocp.options.MultiprocessingOptions(
+                    barrier_sync_key_prefix=f"attnbench_{name}"
+                ),
+            )
+
         self.directory = directory
-        self.latest = ocp.CheckpointManager(directory / "latest", options=opts(keep))
-        self.best = ocp.CheckpointManager(directory / "best", options=opts(1))
+        self.latest = ocp.CheckpointManager(directory / "latest", options=opts(keep, "latest"))
+        self.best = ocp.CheckpointManager(directory / "best", options=opts(1, "best"))
 
     def save(self, step: int, state, data_state: dict, meta: dict, *, best: bool) -> None:
-        """Saves the latest state; also the params (and EMA) as best when `best`."""
+        """Saves the latest state; also the params (and EMA) as best when `best`.
+
+        `data_state` and `meta` are copied here: an asynchronous save writes its JSON items in
+        the background, after the caller has gone on (and changed `meta` at the next
+        evaluation), so it must hold a snapshot, never the live dict."""
+        data_state, meta = copy.deepcopy(data_state), copy.deepcopy(meta)
         if best:
             parts = {k: ocp.args.StandardSave(state[k]) for k in _BEST if k in state}
             self.best.save(step, args=ocp.args.Composite(**parts))
@@ -91,8 +110,9 @@ class Checkpoints:
                         f"({why}); moved to {moved}, resuming from step {step}",
                         stacklevel=2,
                     )
+            named = restored["meta"].get("best_step")
             for s in self.best.all_steps():
-                if s > step:
+                if s > step and s != named:  # never the step the restored metadata names
                     self.best.delete(s)
             return restored["state"], restored["data"], restored["meta"]
         if damaged:
@@ -122,28 +142,64 @@ class Checkpoints:
         self.latest.reload()
         return dst
 
-    def restore_best(self, abstract_state):
-        """Returns `(step, {"params": ..., "ema": ...})` of the best validation step, the parts
-        `abstract_state` (the train state's layout) has, or `(None, None)` before any."""
-        self.best.wait_until_finished()
-        step = self.best.latest_step()
-        if step is None:
-            return None, None
+    def restore_best(self, abstract_state, meta: dict, better):
+        """Returns `(step, {"params": ..., "ema": ...}, note)`: the parts `abstract_state` (the
+        train state's layout) has of the best validation step that `meta` (the trainer's
+        bookkeeping) names, and None for `note`; `(None, None, None)` before any evaluation.
+
+        When that step's checkpoint is missing or unreadable (a workdir written before the
+        metadata snapshots, or a step deleted by hand), the run recovers instead of failing at
+        every rerun: the best of the intact `latest/` steps by `meta`'s validation history
+        (`better(a, b)`: a is better than b) stands in, a warning names both steps, and `note`
+        says so for the summary. `CheckpointError` only when no evaluated step is intact."""
+        self.wait()
+        wanted = meta.get("best_step")
+        if wanted is None:
+            return None, None, None
         parts = {
             k: ocp.args.StandardRestore(abstract_state[k]) for k in _BEST if k in abstract_state
         }
-        why = None
-        try:
-            restored = self.best.restore(step, args=ocp.args.Composite(**parts))
-        except Exception as e:  # noqa: BLE001 (named for the user, with what to do)
-            why = f"{type(e).__name__}: {_first_line(e)}"
-        if not _everywhere(why is None):
-            raise errors.CheckpointError(
-                f"the best-validation checkpoint step {step} in {self.directory / 'best'} is "
-                f"damaged ({why or 'unreadable by another process'}); delete that step "
-                "directory and its latest/ steps from it on, and run again to recompute it"
+        why = "missing"
+        if wanted in self.best.all_steps():
+            why = None
+            try:
+                restored = self.best.restore(wanted, args=ocp.args.Composite(**parts))
+            except Exception as e:  # noqa: BLE001 (any failure to read the step)
+                why = f"{type(e).__name__}: {_first_line(e)}"
+            if _everywhere(why is None):
+                return wanted, {k: restored[k] for k in parts}, None
+            why = why or "unreadable by another process"
+        # The evaluated steps whose train state is intact, best first.
+        values = {r["step"]: r for r in meta.get("val_history", [])}
+        candidates = [s for s in self.latest.all_steps() if s in values]
+        order = sorted(candidates, reverse=True)
+        best = None
+        for s in order:
+            if best is None or better(values[s], values[best]):
+                best = s
+        ranked = [best] + [s for s in order if s != best] if best is not None else []
+        full = ocp.args.Composite(state=ocp.args.StandardRestore(abstract_state))
+        for s in ranked:
+            ok = True
+            try:
+                state = self.latest.restore(s, args=full)["state"]
+            except Exception:  # noqa: BLE001 (an unreadable step is skipped)
+                ok = False
+            if not _everywhere(ok):
+                continue
+            note = (
+                f"the best-validation checkpoint (step {wanted}) in {self.directory / 'best'} "
+                f"is {why}; the best step's test uses step {s}, the best validation of the "
+                f"intact checkpoints (steps {', '.join(map(str, sorted(candidates)))})"
             )
-        return step, {k: restored[k] for k in parts}
+            if jax.process_index() == 0:
+                warnings.warn(note, stacklevel=2)
+            return s, {k: state[k] for k in parts}, note
+        raise errors.CheckpointError(
+            f"the best-validation checkpoint step {wanted} in {self.directory / 'best'} is "
+            f"{why} and no evaluated step in {self.directory / 'latest'} is intact; move the "
+            "checkpoints directory away to run again from step 0"
+        )
 
     def wait(self) -> None:
         self.latest.wait_until_finished()

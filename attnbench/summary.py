@@ -39,6 +39,7 @@ def build(
     num_params: int,
     precision: dict,
     kernels: dict,
+    notes: list[str] | tuple = (),
 ) -> dict:
     """The summary of a finished run of `config` (its epochs resolved) on `data`
     (`attnbench.tasks.Data`)."""
@@ -59,6 +60,7 @@ def build(
         "num_params": num_params,
         "precision": precision,
         "kernels": kernels,
+        **({"notes": list(notes)} if notes else {}),
         "device": io.device_info(),
         "versions": io.versions(),
         "git_revision": io.git_revision(),

@@ -75,6 +75,8 @@ __all__ = [
     "steps_per_epoch",
     "with_epochs",
     "NonFiniteLossError",
+    "NonFiniteEvalError",
+    "FAILED",
 ]
 
 # Fault injection for the resume tests: SIGKILL this process right after finishing this step;
@@ -86,6 +88,17 @@ _KILL_PROCESS_ENV = "ATTNBENCH_KILL_PROCESS"
 class NonFiniteLossError(errors.RunFailedError):
     """Training produced a NaN/inf loss or gradient; the run stops, keeping the last good
     checkpoint."""
+
+
+class NonFiniteEvalError(errors.RunFailedError):
+    """The model's evaluation outputs hold NaN/inf for real (weight > 0) examples: a metric of
+    them would be a number that means nothing (the argmax of NaN logits is class 0), so the
+    evaluation fails instead."""
+
+
+# What a run that stopped on a `RunFailedError` leaves in its workdir (a table cell reads it as
+# "failed", `attnbench.papers.runs`); removed when the run finishes.
+FAILED = "failed.json"
 
 
 def _log(msg: str) -> None:
@@ -158,6 +171,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     if not str(workdir).strip():
         raise errors.WorkdirError("--workdir is empty; name a run directory, e.g. runs/x")
     workdir = pathlib.Path(workdir)
+    if workdir.exists() and not workdir.is_dir():
+        raise errors.WorkdirError(
+            f"--workdir {workdir} is a file, not a directory; name a run directory, e.g. runs/x"
+        )
     task = tasks.get(config.task)
     validate.check(config, task)  # a config error stops every process before they connect
     if (config.multihost or multihost.requested()) and not jax.distributed.is_initialized():
@@ -170,7 +187,19 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
         if (workdir / "summary.json").exists():
             _log(f"{workdir} is finished; returning its summary")
             return io.read_json(workdir / "summary.json", what="run summary")
-        return _train(config, workdir, task, wall_start, requested_dtype)
+        try:
+            return _train(config, workdir, task, wall_start, requested_dtype)
+        except errors.RunFailedError as e:
+            if jax.process_index() == 0:
+                io.write_json(
+                    workdir / FAILED,
+                    {
+                        "error": type(e).__name__,
+                        "message": str(e),
+                        "command": summary_lib.command(),
+                    },
+                )
+            raise
 
 
 def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dtype=None) -> dict:
@@ -265,6 +294,10 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
             counted += int(np.count_nonzero(batch["weight"]))  # this process's real examples
             outputs = run.eval_step(params, state["buffers"], run.to_device(batch))
             outputs, batch = _host(outputs), _host(batch)
+            try:
+                _check_finite(outputs, batch["weight"], name, step)
+            except NonFiniteEvalError as e:
+                raise NonFiniteEvalError(f"{e}; stopped, {last_good()}") from None
             for ev in evals:
                 ev.update(outputs, batch)
         out, references[name] = {}, {}
@@ -293,6 +326,14 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
     last_timing = [0, 0.0]  # (timed_steps, timed_seconds) at the previous log line
     total = config.total_steps
 
+    def last_good() -> str:
+        """Where the run can be taken up again, for the message of a failure."""
+        ckpts.wait()
+        last = ckpts.latest_step()
+        if last is not None:
+            return f"the last good checkpoint is step {last} in {ckpts.directory}"
+        return f"no checkpoint was saved before it (the first is at step {config.eval_every})"
+
     def flush() -> None:
         """Checks the buffered steps for non-finite values and logs their averages."""
         if not pending:
@@ -301,14 +342,7 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         for (s, _), m in zip(pending, host, strict=True):
             bad = [k for k in ("train_loss", "grad_norm") if not np.isfinite(m[k])]
             if bad:
-                ckpts.wait()
-                last = ckpts.latest_step()
-                kept = (
-                    f"the last good checkpoint is step {last} in {ckpts.directory}"
-                    if last is not None
-                    else "no checkpoint was saved before it "
-                    f"(the first is at step {config.eval_every})"
-                )
+                kept = last_good()
                 raise NonFiniteLossError(
                     f"non-finite {' and '.join(bad)} at step {s} "
                     f"({', '.join(f'{k}={m[k]}' for k in bad)}); stopped, {kept}. Try a lower "
@@ -356,8 +390,8 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
                 f"{config.task}; known: {known}"
             )
         value = val[config.best_metric]
-        better = meta["best_value"] is None or (
-            value > meta["best_value"] if config.best_mode == "max" else value < meta["best_value"]
+        better = meta["best_value"] is None or _better(
+            config, {config.best_metric: value}, {config.best_metric: meta["best_value"]}
         )
         if better:
             meta["best_value"], meta["best_step"] = value, step
@@ -411,7 +445,9 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
 
     # ---- final summary ---------------------------------------------------------------------
     test_last = evaluate_state(state, "test")
-    best_step, best = ckpts.restore_best(checkpoint.abstract(state))
+    best_step, best, recovered = ckpts.restore_best(
+        checkpoint.abstract(state), meta, lambda a, b: _better(config, a, b)
+    )
     test_best = evaluate_state(best, "test")
     val_last = meta["val_history"][-1]
     val_best = next(v for v in meta["val_history"] if v["step"] == best_step)
@@ -454,12 +490,47 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         num_params=num_params,
         precision=precision,
         kernels=used_kernels,
+        notes=[recovered] if recovered else [],
     )
     if pid == 0:
         plots.learning_curves(workdir, title=f"{config.task} / {config.attention.name}")
         io.write_json(workdir / "summary.json", summary)
+        (workdir / FAILED).unlink(missing_ok=True)
     _log(summary_lib.text(summary))
     return summary
+
+
+def _better(config, a: dict, b: dict) -> bool:
+    """Whether validation record `a` is better than `b` by `config.best_metric`."""
+    x, y = a[config.best_metric], b[config.best_metric]
+    return x > y if config.best_mode == "max" else x < y
+
+
+def _check_finite(outputs, weight, split: str, step: int) -> None:
+    """Raises `NonFiniteEvalError` when a floating output holds NaN/inf for a real example
+    (rows of weight 0 are padding; an output without the batch axis is checked whole)."""
+    real = np.asarray(weight) > 0
+    for path, x in jax.tree_util.tree_leaves_with_path(outputs):
+        x = np.asarray(x)
+        if not np.issubdtype(x.dtype, np.floating):
+            continue
+        per_example = x.ndim > 0 and x.shape[0] == real.shape[0]
+        rows = x[real].reshape(int(real.sum()), -1) if per_example else x.reshape(1, -1)
+        finite = np.isfinite(rows).all(axis=-1)
+        if finite.all():
+            continue
+        where = (
+            f"{int((~finite).sum())} of {len(rows)} examples of a batch"
+            if per_example
+            else "a batch"
+        )
+        name = jax.tree_util.keystr(path)
+        raise NonFiniteEvalError(
+            f"the model's evaluation outputs are not finite on split {split} at step {step} "
+            f"(outputs{name}: {where}): the evaluation fails rather than report a metric of "
+            "them. Try a lower learning rate (config.optimizer.lr) or "
+            "config.model.dtype=float32"
+        )
 
 
 def _kill_step() -> int:

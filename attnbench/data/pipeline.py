@@ -30,6 +30,9 @@ worker processes (ImageNet's 50,000 validation JPEGs), in order.
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import grain
@@ -171,7 +174,30 @@ def _in_workers(ds: grain.MapDataset, workers: int) -> grain.DatasetIterator:
     if not flags.FLAGS.is_parsed():  # grain's workers read absl flags; we parse none
         flags.FLAGS.mark_as_parsed()
     it = ds.to_iter_dataset(grain.ReadOptions(num_threads=0, prefetch_buffer_size=0))
-    return iter(it.mp_prefetch(grain.MultiprocessingOptions(num_workers=workers)))
+    options = grain.MultiprocessingOptions(num_workers=workers)
+    return iter(it.mp_prefetch(options, worker_init_fn=_die_with_parent))
+
+
+# How often a worker process looks whether its trainer is still there (seconds).
+_PARENT_POLL_S = 0.5
+
+
+def _die_with_parent(worker_index: int, worker_count: int) -> None:
+    """Run in each grain worker process as it starts: a daemon thread ends the worker when
+    the process that started it is gone (a SIGKILLed trainer cannot stop its workers, which
+    would otherwise live on, adopted by init, each holding its decoded batches and keeping
+    multiprocessing's resource tracker alive). Polling the parent id works wherever Python
+    runs; Linux's PR_SET_PDEATHSIG would fire when the *thread* that started the worker ends,
+    and grain starts its workers from helper threads."""
+    del worker_index, worker_count
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(_PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="attnbench-parent-watch", daemon=True).start()
 
 
 class _EvalLoader:

@@ -5,7 +5,9 @@ A trained cell's run is `<root>/<paper>_<table>/<preset>/<row>/<column>/seed<N>/
 (`attnbench.papers.substitute`) `<root>/attn/<NAME>/<preset>/<config digest>/seed<N>/`. A cell whose
 config another table's cell shares (SAMSA Table 2 reprints Table 1's runs) is trained once: a
 finished run of either serves both. `collect` turns the summaries of one table into per-cell results
-(mean over seeds, provenance) for `attnbench.papers.render`.
+(mean over seeds, provenance) for `attnbench.papers.render`. Summaries are read by
+`attnbench.papers.summaries`: one that is not a run summary (malformed JSON, a field of another
+type) is an `errors.DataError` naming the file and the field, never a cell left out.
 """
 
 from __future__ import annotations
@@ -15,10 +17,8 @@ import math
 import pathlib
 import re
 import statistics
-import sys
 
-from attnbench import cli, errors, io
-from attnbench.papers import substitute, tables
+from attnbench.papers import substitute, summaries, tables
 
 __all__ = [
     "PRESETS",
@@ -92,18 +92,11 @@ def finished(root, key: str, preset: str, cell, seed: int) -> pathlib.Path | Non
     )
 
 
-def _metric(summary: dict, metric: str) -> float | None:
+def _metric(summary: dict, path, metric: str) -> float | None:
+    """The summary's `metrics.<section>.<name>` for `metric` = "<section>.<name>"; None when the
+    run does not have it (absent or null)."""
     section, _, name = metric.partition(".")
-    value = summary.get("metrics", {}).get(section, {}).get(name)
-    return None if value is None else float(value)
-
-
-def _device(summary: dict) -> str:
-    d = summary.get("device") or {}
-    if not d:
-        return "unknown device"
-    text = f"{d.get('kind', '?')} x{d.get('count', '?')}"
-    return text + (f" ({d['cpu_count']} CPU cores)" if d.get("cpu_count") else "")
+    return summaries.number(summary, path, "metrics", section, name)
 
 
 def collect(table, runs_root) -> dict:
@@ -124,8 +117,8 @@ def collect(table, runs_root) -> dict:
                     else [d.parent for d in run_dirs(root, table.key, preset, cell, 0)]
                 )
                 for base in bases:  # its own runs, then those of the same config elsewhere
-                    for path in sorted(base.glob("seed*/summary.json")):
-                        by_seed.setdefault(path.parent.name, path)
+                    for seed, path in _seeds(base):
+                        by_seed.setdefault(seed, path)
             entry = _entry(by_seed, cell, preset, exact)
             if entry is not None:
                 out[(cell.row, cell.column)] = entry
@@ -148,31 +141,49 @@ def collect(table, runs_root) -> dict:
     return out
 
 
-def _warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr, flush=True)
+# What a run that stopped on a failure (diverged training, non-finite evaluation outputs)
+# leaves instead of a summary (`attnbench.train.FAILED`; not imported: tables need no jax).
+FAILED = "failed.json"
+
+
+def _seeds(base: pathlib.Path) -> list[tuple[str, pathlib.Path]]:
+    """`(seed dir name, file)` of each run under `base`: its summary, or where it has none the
+    record of its failure."""
+    out = []
+    for d in sorted(base.glob("seed*")):
+        for name in ("summary.json", FAILED):
+            if (d / name).is_file():
+                out.append((d.name, d / name))
+                break
+    return out
 
 
 def _entry(by_seed: dict, cell, preset: str, exact: bool = False) -> dict | None:
     """`{"preset", "values", "failed", "sources", "devices", "revisions"}` from the summaries
-    `{seed name: path}` of one cell at one preset; None when none has the cell's metric."""
+    `{seed name: path}` of one cell at one preset; None when none has the cell's metric.
+
+    Raises:
+      errors.DataError: a summary that cannot be read, or whose fields used here are of another
+        type (`attnbench.papers.summaries`).
+    """
     values, sources, devices, revisions, failed = [], set(), set(), set(), 0
     for seed in sorted(by_seed, key=lambda s: int(s[4:]) if s[4:].isdigit() else 0):
         path = by_seed[seed]
-        try:
-            s = io.read_json(path, what="run summary")
-            v = _metric(s, "exact.value" if exact else cell.metric)
-        except (errors.DataError, AttributeError, TypeError, ValueError) as e:
-            _warn(f"skipping {path}: {cli.one_line(e)}")
+        if path.name == FAILED:
+            failed += 1  # stopped without a summary: shown as failed, never as a number
             continue
+        s = summaries.read(path)
+        v = _metric(s, path, "exact.value" if exact else cell.metric)
         if v is None:
             continue
         if not math.isfinite(v):
             failed += 1  # a diverged run: shown as failed, never as a number
         else:
             values.append(v if exact else v * cell.scale)
-        sources.add(s.get("data", {}).get("source", "unknown"))
-        devices.add(_device(s))
-        revisions.add(_revision(s))
+        source = summaries.string(s, path, "data", "source")
+        sources.add("unknown" if source is None else source)
+        devices.add(summaries.device(s, path))
+        revisions.add(summaries.revision(s, path))
     if not (values or failed):
         return None
     return dict(
@@ -199,20 +210,10 @@ def collect_substituted(table, runs_root, sub) -> dict:
             by_seed = {}
             for root in paths:
                 base = substitute.run_dir(root, sub, preset, digest, 0).parent
-                for path in sorted(base.glob("seed*/summary.json")):
-                    by_seed.setdefault(path.parent.name, path)
+                for seed, path in _seeds(base):
+                    by_seed.setdefault(seed, path)
             entry = _entry(by_seed, cell, preset)
             if entry is not None:
                 out[(cell.row, cell.column)] = entry
                 break
     return out
-
-
-def _revision(summary: dict) -> str:
-    """The code a run came from, as tables print it: the git revision's first 7 characters, or
-    `v<version>` for a run of an installed attnbench (no checkout, so no revision)."""
-    rev = str(summary.get("git_revision", "unknown"))
-    version = summary.get("versions", {}).get("attnbench")
-    if rev == "unknown" and version:
-        return f"v{version}"
-    return rev[:7]

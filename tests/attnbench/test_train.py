@@ -274,8 +274,14 @@ def test_non_finite_loss_stops_with_the_step_and_keeps_last_good_checkpoint(tmp_
         config.optimizer.lr = 1e30  # Adam steps of ~1e30 overflow within a few steps
         config.eval_every = 1
         config.log_every = 1
-    with pytest.raises(train.NonFiniteLossError, match=r"non-finite .* at step (\d+)") as err:
+    # The loss of the step after the overflow, or already the evaluation of its parameters
+    # (the evaluation outputs overflow first when the step evaluates): a failure either way.
+    with pytest.raises(
+        (train.NonFiniteLossError, train.NonFiniteEvalError), match=r"at step (\d+)"
+    ) as err:
         train.train_and_evaluate(config, tmp_path)
+    assert "the last good checkpoint is step" in str(err.value)
+    assert (tmp_path / train.FAILED).exists()
     bad_step = int(str(err.value).split("at step ")[1].split()[0])
     last_good = max(
         int(p.name) for p in (tmp_path / "checkpoints" / "latest").iterdir() if p.name.isdigit()
