@@ -42,6 +42,7 @@ optimizer state.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -203,6 +204,11 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
 
 
 def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dtype=None) -> dict:
+    with contextlib.ExitStack() as closing:  # the input pipeline's workers, however it ends
+        return _run(config, workdir, task, wall_start, requested_dtype, closing)
+
+
+def _run(config, workdir, task, wall_start, requested_dtype, closing) -> dict:
     kill_at = _kill_step()
     n_dev = jax.device_count()
     for name in ("batch_size", "eval_batch_size"):
@@ -240,6 +246,8 @@ def _train(config, workdir: pathlib.Path, task, wall_start: float, requested_dty
         # A data section may lack the field (configs/common.py: data_fields): off.
         repeats=config.data.get("repeated_aug", 1),
     )
+    if hasattr(train_iter, "close"):
+        closing.callback(train_iter.close)
 
     # ---- model, optimizer and jitted steps ---------------------------------------------------
     run = steps.setup(task, config)

@@ -243,7 +243,11 @@ def eval_batches(
     )
     num_batches = -(-len(source) // batch_size)
     if workers > 0 and not hasattr(source, "gather"):
-        yield from _in_workers(grain.MapDataset.range(num_batches).map(loader), workers)
+        it = _in_workers(grain.MapDataset.range(num_batches).map(loader), workers)
+        try:
+            yield from it
+        finally:
+            it.close()  # its worker processes and shared memory, now, not at garbage collection
         return
     for b in range(num_batches):
         yield loader(b)
