@@ -63,6 +63,8 @@ class Checkpoints:
         evaluation), so it must hold a snapshot, never the live dict."""
         data_state, meta = copy.deepcopy(data_state), copy.deepcopy(meta)
         if best:
+            if step in self.best.all_steps():  # kept by a resume (restore_latest): recomputed
+                self.best.delete(step)
             parts = {k: ocp.args.StandardSave(state[k]) for k in _BEST if k in state}
             self.best.save(step, args=ocp.args.Composite(**parts))
         self.latest.save(

@@ -97,6 +97,37 @@ def test_restore_best_recovers_from_the_intact_steps_when_the_best_is_gone(tmp_p
     ckpts.close()
 
 
+def test_a_resume_keeps_the_best_step_its_metadata_names_and_drops_other_newer_ones(tmp_path):
+    """Best steps newer than the restored latest step are dropped (the resumed run recomputes
+    them), except the one the restored metadata names: a workdir written before the snapshots
+    could hold latest/4 whose metadata names best step 6, and deleting it failed every rerun."""
+    ckpts = checkpoint.Checkpoints(tmp_path / "checkpoints", use_async=False)
+    meta = {"best_value": 0.1, "best_step": 6, "val_history": [{"step": 4, "loss": 0.2}]}
+    ckpts.save(4, _state(4), {}, meta, best=False)
+    ckpts.best.save(6, args=_best_args(_state(6)))
+    ckpts.wait()
+    ckpts.restore_latest(checkpoint.abstract(_state(0)))
+    assert ckpts.best.all_steps() == [6]
+    ckpts.save(6, _state(7), {}, meta, best=True)  # the resumed run's step 6, better again
+    ckpts.wait()
+    step, parts, _ = ckpts.restore_best(checkpoint.abstract(_state(0)), meta, None)
+    assert step == 6 and float(parts["params"]["w"][0]) == 7.0
+    ckpts.close()
+    other = checkpoint.Checkpoints(tmp_path / "other", use_async=False)
+    other.save(4, _state(4), {}, {**meta, "best_step": 2}, best=False)
+    other.best.save(6, args=_best_args(_state(6)))
+    other.wait()
+    other.restore_latest(checkpoint.abstract(_state(0)))
+    assert other.best.all_steps() == []
+    other.close()
+
+
+def _best_args(state):
+    import orbax.checkpoint as ocp
+
+    return ocp.args.Composite(params=ocp.args.StandardSave(state["params"]))
+
+
 @pytest.mark.slow  # ~15 s on 2 cores; the in-process recovery above is the fast sibling
 def test_a_finished_run_without_its_best_checkpoint_finishes_instead_of_failing(tmp_path):
     w = tmp_path / "w"
