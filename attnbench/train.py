@@ -534,7 +534,8 @@ def _check_finite(outputs, weight, split: str, step: int) -> None:
         )
         name = jax.tree_util.keystr(path)
         raise NonFiniteEvalError(
-            f"the model's evaluation outputs are not finite on split {split} at step {step} "
+            f"the model's evaluation outputs are non-finite (NaN or inf) on split {split} at "
+            f"step {step} "
             f"(outputs{name}: {where}): the evaluation fails rather than report a metric of "
             "them. Try a lower learning rate (config.optimizer.lr) or "
             "config.model.dtype=float32"

@@ -172,7 +172,7 @@ def test_non_finite_evaluation_outputs_fail_the_run_never_a_metric(tmp_path):
         config=f"{SMOKE},attn=nan_at_eval",
     )
     line = _one_error_line(out)
-    assert "evaluation outputs are not finite on split val at step 2" in line
+    assert "evaluation outputs are non-finite (NaN or inf) on split val at step 2" in line
     assert "outputs['logits']" in line
     assert not (w / "summary.json").exists()
     failed = json.loads((w / "failed.json").read_text())
