@@ -39,6 +39,7 @@ CONSOLE_SCRIPTS = {
     "scripts.tables": "attnbench-tables",
     "scripts.bench": "attnbench-bench",
     "scripts.flops": "attnbench-flops",
+    "scripts.data": "attnbench-data",
 }
 
 

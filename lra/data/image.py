@@ -60,7 +60,7 @@ from collections.abc import Sequence
 import ml_collections
 import numpy as np
 
-from attnbench.data import cache
+from attnbench.data import cache, catalog
 from attnbench.data.formats import cifar, fashion_mnist
 
 __all__ = [
@@ -272,13 +272,8 @@ def load(
             f"{HEIGHT}x{WIDTH} = {HEIGHT * WIDTH} pixels of an image"
         )
     if d.source == "official":
-        if not d.dir:
-            raise cache.DataError(
-                "config.data.source='official' needs config.data.dir: the folder "
-                f"{cifar.CIFAR10_SUBDIR}/ (or its parent) holding {', '.join(CIFAR_FILES)}; or set "
-                "config.data.source='standin' for the offline Fashion-MNIST stand-in"
-            )
-        source_dir = cifar.cifar10_dir(d.dir)
+        # config.data.dir, else where `attnbench-data fetch cifar10` puts CIFAR-10
+        source_dir = cifar.cifar10_dir(catalog.official_dir("cifar10", d.dir))
         name, names, read = "image-cifar10", CIFAR_FILES, read_cifar10
     elif d.source == "standin":
         source_dir = pathlib.Path(d.standin_dir).expanduser()

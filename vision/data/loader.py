@@ -27,7 +27,7 @@ import ml_collections
 import numpy as np
 
 from attnbench import errors
-from attnbench.data import cache
+from attnbench.data import cache, catalog
 from attnbench.data.formats import fashion_mnist
 from vision.data import cifar, standin, tfds, transforms
 from vision.data.folders import read_class_folders, read_tiny_imagenet
@@ -130,19 +130,22 @@ def load(d) -> tuple[dict, dict]:
         description.update(tfds_name=d.tfds_name)
         classes = d.num_classes
     else:
-        if not d.dir:
+        folder = d.dir
+        if dataset in ("cifar10", "cifar100"):  # fetched into the data root by attnbench-data
+            folder = catalog.official_dir(dataset, d.dir)
+        elif not d.dir:
             raise cache.DataError(
                 f"config.data.source='official' needs config.data.dir, the {dataset} release "
                 "folder; or set config.data.source='standin' for the offline Fashion-MNIST "
                 "stand-in"
             )
         if dataset in ("cifar10", "cifar100"):
-            splits = _in_memory(cifar._read_cifar(dataset, d.dir))
+            splits = _in_memory(cifar._read_cifar(dataset, folder))
         elif dataset == "tiny_imagenet":
-            splits = read_tiny_imagenet(d.dir)
+            splits = read_tiny_imagenet(folder)
         else:
-            splits = read_class_folders(d.dir)
-        description.update(dir=str(pathlib.Path(d.dir).expanduser()))
+            splits = read_class_folders(folder)
+        description.update(dir=str(pathlib.Path(folder).expanduser()))
         found = getattr(splits["train"], "classes", None)
         classes = len(found) if found is not None else DATASETS[dataset][0]
         if d.num_classes and classes != d.num_classes:

@@ -161,11 +161,16 @@ def test_load_official_splits_tokens_and_order(tmp_path):
     assert desc2["cache"] == desc["cache"] and "quirk" in desc2["tokens"]
 
 
-def test_load_official_directory_errors(tmp_path):
+def test_load_official_directory_errors(tmp_path, monkeypatch):
     root = tmp_path / "cache"
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path / "data-root"))
     all_six = r"data_batch_1, data_batch_2, data_batch_3, data_batch_4, data_batch_5, test_batch"
     d = image.data_config()
-    with pytest.raises(cache.DataError, match=f"needs config.data.dir.*{all_six}"):
+    with pytest.raises(
+        cache.DataError,
+        match=r"data-root/cifar-10-batches-py\) and config.data.dir is empty: "
+        r"fetch it with `attnbench-data fetch cifar10`",
+    ):
         image.load(d, root)
     with pytest.raises(cache.DataError, match=f"absent: CIFAR-10 folder not found.*{all_six}"):
         image.load(_official(tmp_path / "absent"), root)
