@@ -8,6 +8,11 @@ release is arranged into that folder (`arrange`), the official split sizes and a
 reads the folder with the project's own reader, so `verify` checks the reader's view of the data,
 not only its files.
 
+Each domain registers the datasets its readers read, in `<domain>/data/sources.py` (vision:
+CIFAR-10, CIFAR-100, ImageNet; pointcloud: ModelNet40; graphs: ZINC, Peptides, PCQM4Mv2;
+language: WikiText-103, enwik8), imported when a name is first looked up or listed; `untar_into`
+and `listed` are the helpers they share.
+
 Entries with `arrange=None` are listed (source, licence, folder, the configs that read them)
 but not yet fetched by a script: `attnbench-data fetch NAME` prints the steps instead. Datasets
 that need a registration or a licence agreement (ImageNet-1k, Places365, iNaturalist) stay that
@@ -17,6 +22,7 @@ way by design.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import pathlib
 from collections.abc import Callable, Mapping
 
@@ -24,7 +30,17 @@ from attnbench import registry
 from attnbench.data import cache
 from attnbench.data.fetch import Remote
 
-__all__ = ["Dataset", "get", "names", "where", "official_dir", "register"]
+__all__ = [
+    "Dataset",
+    "get",
+    "names",
+    "where",
+    "official_dir",
+    "register",
+    "listed",
+    "untar_into",
+    "NO_SUM",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +80,20 @@ class Dataset:
     notes: str = ""
 
 
-_DATASETS: registry.Registry[Dataset] = registry.Registry("dataset")
+# Each domain registers the datasets its readers read (`<domain>/data/sources.py`), imported
+# the first time a name is looked up or listed.
+DOMAINS = ("vision", "pointcloud", "graphs", "language")
+
+
+def _import_sources(name: str | None = None) -> None:
+    del name
+    for domain in DOMAINS:
+        importlib.import_module(f"{domain}.data.sources")
+
+
+_DATASETS: registry.Registry[Dataset] = registry.Registry(
+    "dataset", load=_import_sources, load_all=_import_sources
+)
 
 
 def register(dataset: Dataset) -> Dataset:
@@ -103,13 +132,15 @@ def official_dir(name: str, config_dir: str = "", *, field: str = "config.data.d
     )
 
 
-# ---- CIFAR-10 / CIFAR-100 ----------------------------------------------------------------------
-# The python version of each (Krizhevsky 2009); the archives' md5 sums are the ones the CIFAR page
-# lists, and torchvision checks (torchvision/datasets/cifar.py).
+# ---- helpers for the domains' entries ----------------------------------------------------------
+
+# A release that publishes no checksum: fetch records size and sha256 in MANIFEST.json.
+NO_SUM = ""
 
 
-def _untar_into(subdir: str):
-    """`arrange` for an archive that unpacks to `subdir/`: its contents become the target."""
+def untar_into(subdir: str):
+    """`arrange` for an archive (zip or tar) whose members sit under `subdir/`: its contents
+    become the target folder."""
 
     def arrange(downloads: Mapping[str, pathlib.Path], target: pathlib.Path) -> None:
         from attnbench.data import fetch
@@ -126,152 +157,8 @@ def _untar_into(subdir: str):
     return arrange
 
 
-def _count_cifar(read):
-    def count(folder: pathlib.Path) -> dict[str, int]:
-        return {split: len(arrays[1]) for split, arrays in read(folder).items()}
-
-    return count
-
-
-def _cifar10_read(folder):
-    from attnbench.data.formats import cifar
-
-    return cifar.read_cifar10(folder)
-
-
-def _cifar100_read(folder):
-    from attnbench.data.formats import cifar
-
-    return cifar.read_cifar100(folder)
-
-
-_CIFAR_PAGE = "https://www.cs.toronto.edu/~kriz/cifar.html"
-_CIFAR_SUM = f"{_CIFAR_PAGE} (md5sum column); torchvision/datasets/cifar.py checks the same"
-
-register(
-    Dataset(
-        name="cifar10",
-        title="CIFAR-10, python version",
-        size="163 MB",
-        licence="no licence stated; distributed by the authors for research (cite Krizhevsky 2009)",
-        homepage=_CIFAR_PAGE,
-        remotes=(
-            Remote(
-                url="https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
-                filename="cifar-10-python.tar.gz",
-                size=170_498_071,
-                md5="c58f30108f718f92721af3b95e74349a",
-                checksum_source=_CIFAR_SUM,
-            ),
-        ),
-        folder="cifar-10-batches-py",
-        configs=(
-            "vision/cifar10.py:preset=paper",
-            "lra/image.py:preset=paper",
-        ),
-        splits={"train": 50_000, "test": 10_000},
-        arrange=_untar_into("cifar-10-batches-py"),
-        count=_count_cifar(_cifar10_read),
-    )
-)
-
-register(
-    Dataset(
-        name="cifar100",
-        title="CIFAR-100, python version",
-        size="161 MB",
-        licence="no licence stated; distributed by the authors for research (cite Krizhevsky 2009)",
-        homepage=_CIFAR_PAGE,
-        remotes=(
-            Remote(
-                url="https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",
-                filename="cifar-100-python.tar.gz",
-                md5="eb9058c3a382ffc7106e4002c42a8d85",
-                checksum_source=_CIFAR_SUM,
-            ),
-        ),
-        folder="cifar-100-python",
-        configs=("vision/cifar100.py:preset=paper",),
-        splits={"train": 50_000, "test": 10_000},
-        arrange=_untar_into("cifar-100-python"),
-        count=_count_cifar(_cifar100_read),
-    )
-)
-
-
-# ---- ModelNet40 (point clouds) -------------------------------------------------------------------
-
-
-def _unzip_into(subdir: str):
-    """`arrange` for a zip whose members sit under `subdir/`: its contents become the target."""
-    return _untar_into(subdir)  # fetch.extract reads zip and tar alike
-
-
-def _count_modelnet(layout: str):
-    def count(folder: pathlib.Path) -> dict[str, int]:
-        from pointcloud.data import modelnet40
-
-        splits, _ = modelnet40.load_modelnet(folder, layout=layout, normals=False, cache=False)
-        return {split: len(source) for split, source in splits.items()}
-
-    return count
-
-
-_NO_SUM = ""  # the release publishes no checksum: fetch records size and sha256 in MANIFEST.json
-
-register(
-    Dataset(
-        name="modelnet40",
-        title="ModelNet40, PointNet++'s resampled clouds with normals",
-        size="1.6 GB",
-        licence="ModelNet: for academic research (Princeton ModelNet terms); the resampled "
-        "release by the PointNet++ authors",
-        homepage="https://modelnet.cs.princeton.edu/",
-        remotes=(
-            Remote(
-                url="https://shapenet.cs.stanford.edu/media/modelnet40_normal_resampled.zip",
-                filename="modelnet40_normal_resampled.zip",
-                checksum_source=_NO_SUM,
-            ),
-        ),
-        folder="modelnet40_normal_resampled",
-        configs=("pointcloud/modelnet40.py:preset=paper,source=official",),
-        splits={"train": 9_843, "test": 2_468},
-        arrange=_unzip_into("modelnet40_normal_resampled"),
-        count=_count_modelnet("normal_resampled"),
-        notes="The Stanford host has been unreliable; `--from` takes a mirror URL or a copy. "
-        "SAMSA (arXiv 2408.05391, App. A) samples 1,024 points by farthest-point sampling.",
-    )
-)
-
-register(
-    Dataset(
-        name="modelnet40_hdf5",
-        title="ModelNet40, PointNet's 2,048-point HDF5 release",
-        size="435 MB",
-        licence="ModelNet: for academic research (Princeton ModelNet terms)",
-        homepage="https://modelnet.cs.princeton.edu/",
-        remotes=(
-            Remote(
-                url="https://shapenet.cs.stanford.edu/media/modelnet40_ply_hdf5_2048.zip",
-                filename="modelnet40_ply_hdf5_2048.zip",
-                checksum_source=_NO_SUM,
-            ),
-        ),
-        folder="modelnet40_ply_hdf5_2048",
-        configs=("pointcloud/modelnet40.py:preset=paper,source=official",),
-        splits={"train": 9_843, "test": 2_468},
-        arrange=_unzip_into("modelnet40_ply_hdf5_2048"),
-        count=_count_modelnet("hdf5"),
-        notes="Read with --config.data.layout=hdf5 (needs the pointcloud extra, h5py).",
-    )
-)
-
-
-# ---- listed, not fetched by a script yet: the steps are printed by `fetch` -----------------------
-
-
-def _listed(name, title, size, licence, homepage, urls, folder, configs, splits, steps, notes=""):
+def listed(name, title, size, licence, homepage, urls, folder, configs, splits, steps, notes=""):
+    """Registers a dataset that no script fetches yet: its sources, folder and the steps."""
     register(
         Dataset(
             name=name,
@@ -280,7 +167,7 @@ def _listed(name, title, size, licence, homepage, urls, folder, configs, splits,
             licence=licence,
             homepage=homepage,
             remotes=tuple(
-                Remote(url=u, filename=f, checksum_source=_NO_SUM) for f, u in urls.items()
+                Remote(url=u, filename=f, checksum_source=NO_SUM) for f, u in urls.items()
             ),
             folder=folder,
             configs=configs,
@@ -289,106 +176,3 @@ def _listed(name, title, size, licence, homepage, urls, folder, configs, splits,
             notes=notes,
         )
     )
-
-
-_listed(
-    "zinc",
-    "ZINC (benchmarking-gnns), with the ZINC-12k subset's index files",
-    "size not recorded yet",
-    "ZINC15 terms (free for research); benchmarking-gnns' files under MIT",
-    "https://github.com/graphdeeplearning/benchmarking-gnns",
-    {
-        "molecules.zip": "https://www.dropbox.com/s/feo9qle74kg48gy/molecules.zip?dl=1",
-        **{
-            f"{s}.index": "https://raw.githubusercontent.com/graphdeeplearning/benchmarking-gnns/"
-            f"master/data/molecules/{s}.index"
-            for s in ("train", "val", "test")
-        },
-    },
-    "molecules",
-    ("graphs/zinc.py:preset=paper,source=official",),
-    {"train": 10_000, "val": 1_000, "test": 1_000},
-    "unzip molecules.zip into the data root (it makes molecules/) and put the three .index "
-    "files into molecules/",
-)
-_listed(
-    "peptides",
-    "LRGB Peptides-func and Peptides-struct (one molecule set, their label and split files)",
-    "size not recorded yet",
-    "LRGB (CC BY 4.0 per its repository); peptides from SATPdb",
-    "https://github.com/vijaydwivedi75/lrgb",
-    {
-        "peptide_multi_class_dataset.csv.gz": "https://www.dropbox.com/s/ol2v01usvaxbsr8/"
-        "peptide_multi_class_dataset.csv.gz?dl=1",
-        "peptide_structure_dataset.csv.gz": "https://www.dropbox.com/s/464u3303eu2u4zp/"
-        "peptide_structure_dataset.csv.gz?dl=1",
-        "splits_random_stratified_peptide.pickle": "https://www.dropbox.com/s/j4zcnx2eipuo0xz/"
-        "splits_random_stratified_peptide.pickle?dl=1",
-        "peptide_structure_normalized_dataset.csv.gz": "https://www.dropbox.com/s/0d4aalmq4b4e2nh/"
-        "peptide_structure_normalized_dataset.csv.gz?dl=1",
-        "splits_random_stratified_peptide_structure.pickle": "https://www.dropbox.com/s/"
-        "9dfifzft1hqgow6/splits_random_stratified_peptide_structure.pickle?dl=1",
-    },
-    "",
-    (
-        "graphs/peptides.py:preset=paper,kind=func,source=official",
-        "graphs/peptides.py:preset=paper,kind=struct,source=official",
-    ),
-    {},
-    "download the files into the data root (or into config.data.dir)",
-)
-_listed(
-    "pcqm4mv2",
-    "OGB-LSC PCQM4Mv2",
-    "size not recorded yet",
-    "CC BY 4.0 (OGB-LSC)",
-    "https://ogb.stanford.edu/docs/lsc/pcqm4mv2/",
-    {"pcqm4m-v2.zip": "https://dgl-data.s3-accelerate.amazonaws.com/dataset/OGB-LSC/pcqm4m-v2.zip"},
-    "pcqm4m-v2",
-    ("graphs/pcqm.py:preset=paper,source=official",),
-    {},
-    "unzip pcqm4m-v2.zip into the data root (it makes pcqm4m-v2/raw/data.csv.gz and "
-    "pcqm4m-v2/split_dict.pt)",
-)
-_listed(
-    "wikitext103",
-    "WikiText-103 (word level)",
-    "181 MB",
-    "CC BY-SA 3.0 (Wikipedia text)",
-    "https://blog.salesforceairesearch.com/the-wikitext-long-term-dependency-language-modeling-dataset/",
-    {
-        "wikitext-103-v1.zip": "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-103-v1.zip"
-    },
-    "wikitext-103",
-    ("language/wikitext103.py:preset=paper,source=official",),
-    {},
-    "unzip wikitext-103-v1.zip into the data root (it makes wikitext-103/wiki.{train,valid,test}"
-    ".tokens), or set config.data.dir to that folder",
-)
-_listed(
-    "enwik8",
-    "enwik8 (the first 10^8 bytes of an English Wikipedia dump)",
-    "36 MB",
-    "Wikipedia text (CC BY-SA); the Hutter Prize file",
-    "http://mattmahoney.net/dc/textdata.html",
-    {"enwik8.zip": "http://mattmahoney.net/dc/enwik8.zip"},
-    "",
-    ("language/enwik8.py:preset=paper,source=official",),
-    {},
-    "download enwik8.zip into the data root (the reader checks its 100,000,000 bytes)",
-)
-_listed(
-    "imagenet",
-    "ImageNet-1k (ILSVRC-2012)",
-    "147 GB",
-    "ImageNet terms of access: non-commercial research, after registration",
-    "https://image-net.org/download.php",
-    {},
-    "imagenet",
-    ("vision/imagenet.py:preset=paper",),
-    {"train": 1_281_167, "val": 50_000},
-    "register at https://image-net.org, download ILSVRC2012_img_train.tar and "
-    "ILSVRC2012_img_val.tar, unpack them into train/<wnid>/*.JPEG and val/<wnid>/*.JPEG "
-    "(ImageNet-style class folders), and set config.data.dir to the folder holding train/ and "
-    "val/",
-)
