@@ -47,6 +47,7 @@ __all__ = [
     "UnknownAttentionError",
     "DuplicateAttentionError",
     "AttentionOutputError",
+    "RegistrationError",
     "register",
     "get",
     "names",
@@ -73,6 +74,13 @@ class DuplicateAttentionError(ValueError):
     that registered it first)."""
 
     user_error = True  # one line and exit status 2 at every entry point, as UnknownAttentionError
+
+
+class RegistrationError(TypeError):
+    """`register` called with arguments that contradict each other (an input required but not
+    declared, a default that neither apply nor init accepts); the message says which."""
+
+    user_error = True  # a plugin author's mistake: one line and exit status 2
 
 
 class AttentionOutputError(TypeError):
@@ -186,12 +194,17 @@ def register(
                 "select it by that name"
             )
     if set(requires) - set(inputs):
-        raise TypeError(f"{name}: requires {sorted(set(requires) - set(inputs))}, not inputs")
+        missing = sorted(set(requires) - set(inputs))
+        raise RegistrationError(
+            f"attention.register({name!r}): requires={missing} are not among its inputs="
+            f"{list(inputs)}; declare them in inputs too"
+        )
     init = init or _no_params
     unused = [k for k in (defaults or {}) if k not in _kwargs(apply) | _kwargs(init)]
     if unused:
-        raise TypeError(
-            f"{name}: hyper-parameter(s) {unused} are accepted by neither apply nor init"
+        raise RegistrationError(
+            f"attention.register({name!r}): defaults {unused} are accepted by neither its apply "
+            "nor its init; add them to one of their keyword arguments or drop them"
         )
     _REGISTRY[name] = _Entry(
         init,

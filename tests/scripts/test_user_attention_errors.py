@@ -67,3 +67,24 @@ def test_a_plugin_taking_a_builtin_name_is_one_line_naming_both(tmp_path):
     assert line.startswith("error: attention 'softmax' is already registered by module ")
     assert "attention.softmax" in line and "register yours under another name" in line
     assert not (tmp_path / "w").exists()
+
+
+BAD_REGISTRATION = """
+import attention
+
+
+def mine(params, q, k, v, *, mask=None, key=None, train=False):
+    return v
+
+
+attention.register("mine_bad", apply=mine, defaults={"temperature": 2.0})
+"""
+
+
+def test_a_registration_whose_arguments_contradict_is_one_line(tmp_path):
+    out, _ = _train(tmp_path, BAD_REGISTRATION)
+    line = _one_error_line(out)
+    assert line == (
+        "error: attention.register('mine_bad'): defaults ['temperature'] are accepted by "
+        "neither its apply nor its init; add them to one of their keyword arguments or drop them"
+    )
