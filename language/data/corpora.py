@@ -84,7 +84,7 @@ import ml_collections
 import numpy as np
 
 from attnbench import errors
-from attnbench.data import cache
+from attnbench.data import cache, catalog
 from attnbench.data.formats import cifar, fashion_mnist
 from language.data import standin
 from language.data.corpus import SPLITS, Corpus
@@ -129,7 +129,7 @@ def data_config() -> ml_collections.ConfigDict:
     d = ml_collections.ConfigDict()
     d.dataset = "enwik8"  # wikitext-103 | wikitext-2 | ptb | enwik8 | cifar10
     d.source = "standin"  # official (files in `dir`) | standin (offline: docs bytes / F-MNIST)
-    d.dir = ""  # official: the folder of the dataset's files; "" = <data root>/<dataset>
+    d.dir = ""  # official: the dataset's folder; "" = <data root>/<dataset> or where fetched
     d.cache_dir = ""  # data root for caches ("" = $ATTNBENCH_DATA or ~/.cache/attnbench)
     d.bpe_dir = ""  # GPT-2 checkpoint/tokenizer folder (vocab.json, merges.txt): BPE text
     d.standin_dir = ""  # text stand-in: reST sources folder ("" = find python3.X-doc)
@@ -160,7 +160,7 @@ def load(d) -> Corpus:
             fraction=float(d.standin_fraction),
             cache_root=root,
         )
-    directory = pathlib.Path(d.dir).expanduser() if d.dir else root / dataset
+    directory = _official_folder(d, dataset, root)
     if dataset == "enwik8":
         return enwik8(directory)
     if dataset == "cifar10":
@@ -169,6 +169,32 @@ def load(d) -> Corpus:
     if dataset == "ptb":
         return ptb(directory, cache_root=root, bpe=bpe)
     return wikitext(directory, cache_root=root, name=dataset, bpe=bpe)
+
+
+# config.data.dataset -> the `attnbench-data` name that fetches it (language/data/sources.py;
+# cifar10: vision/data/sources.py)
+FETCH_NAMES = {
+    "wikitext-103": "wikitext103",
+    "wikitext-2": "wikitext2",
+    "ptb": "ptb",
+    "enwik8": "enwik8",
+    "cifar10": "cifar10",
+}
+
+
+def _official_folder(d, dataset: str, root: pathlib.Path) -> pathlib.Path:
+    """`config.data.dir`; when it is empty, `<data root>/<dataset>` where that exists, else the
+    folder `attnbench-data fetch` puts the dataset in; a DataError naming the fetch command
+    when neither is there."""
+    if d.dir:
+        return pathlib.Path(d.dir).expanduser()
+    if (root / dataset).exists():
+        return root / dataset
+    name = FETCH_NAMES[dataset]
+    fetched = catalog.where(name, d.get("cache_dir", ""))
+    if fetched.is_dir():
+        return fetched
+    return pathlib.Path(catalog.official_dir(name))  # raises: names `attnbench-data fetch`
 
 
 # --------------------------------------------------------------------------------------------

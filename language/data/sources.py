@@ -1,35 +1,180 @@
-"""The official corpora, for `attnbench-data` (`attnbench.data.catalog`): WikiText-103 and
-enwik8, listed with their sources and the steps `fetch` prints.
+"""The official corpora the language readers read (`language.data.corpora`), for `attnbench-data`
+(`attnbench.data.catalog`): WikiText-103, WikiText-2, PTB and enwik8, each fetched by the command
+into the folder `corpora.load` reads with `source='official'` and an empty `config.data.dir`
+(`<data root>/<config.data.dataset>`). CIFAR-10 (the image-generation task) is vision's entry.
+
+No checksum is published for any of these files: `fetch` records each one's size and sha256 in
+MANIFEST.json. Split sizes: enwik8's are the reader's byte split (`corpora.ENWIK8_SPLIT`); the
+word-level token counts of WikiText and PTB under the reader's rule (every line's words then
+``</s>``) are not stated anywhere in this repository, so those entries check the files (the
+manifest) and not the counts (`splits={}`, `count=None`).
 """
 
 from __future__ import annotations
 
-from attnbench.data import catalog
+import pathlib
+from collections.abc import Mapping
 
-catalog.listed(
-    "wikitext103",
-    "WikiText-103 (word level)",
-    "181 MB",
-    "CC BY-SA 3.0 (Wikipedia text)",
-    "https://blog.salesforceairesearch.com/the-wikitext-long-term-dependency-language-modeling-dataset/",
-    {
-        "wikitext-103-v1.zip": "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-103-v1.zip"
-    },
-    "wikitext-103",
-    ("language/wikitext103.py:preset=paper,source=official",),
-    {},
-    "unzip wikitext-103-v1.zip into the data root (it makes wikitext-103/wiki.{train,valid,test}"
-    ".tokens), or set config.data.dir to that folder",
+from attnbench import errors
+from attnbench.data import catalog, fetch
+
+_WIKITEXT_HOST = "https://s3.amazonaws.com/research.metamind.io/wikitext"
+_WIKITEXT_PAGE = (
+    "https://blog.salesforceairesearch.com/the-wikitext-long-term-dependency-language-modeling-"
+    "dataset/"
 )
-catalog.listed(
-    "enwik8",
-    "enwik8 (the first 10^8 bytes of an English Wikipedia dump)",
-    "36 MB",
-    "Wikipedia text (CC BY-SA); the Hutter Prize file",
-    "http://mattmahoney.net/dc/textdata.html",
-    {"enwik8.zip": "http://mattmahoney.net/dc/enwik8.zip"},
-    "",
-    ("language/enwik8.py:preset=paper,source=official",),
-    {},
-    "download enwik8.zip into the data root (the reader checks its 100,000,000 bytes)",
+_WIKITEXT_LICENCE = "CC BY-SA 3.0 (Wikipedia text)"
+_NO_COUNTS = (
+    "Token counts are not checked: the reader's word-level counts (words + </s> per line) are "
+    "not stated in this repository; the files are checked against the manifest."
+)
+
+
+# ---- WikiText-103 / WikiText-2 (word level, the .tokens files) -----------------------------------
+
+catalog.register(
+    catalog.Dataset(
+        name="wikitext103",
+        title="WikiText-103 (word level)",
+        size="181 MB",
+        licence=_WIKITEXT_LICENCE,
+        homepage=_WIKITEXT_PAGE,
+        remotes=(
+            fetch.Remote(
+                url=f"{_WIKITEXT_HOST}/wikitext-103-v1.zip",
+                filename="wikitext-103-v1.zip",
+                checksum_source=catalog.NO_SUM,
+            ),
+        ),
+        folder="wikitext-103",
+        configs=("language/wikitext103.py:preset=paper,source=official",),
+        splits={},
+        arrange=catalog.untar_into("wikitext-103"),  # wikitext-103/wiki.{train,valid,test}.tokens
+        count=None,
+        notes=_NO_COUNTS,
+    )
+)
+
+catalog.register(
+    catalog.Dataset(
+        name="wikitext2",
+        title="WikiText-2 (word level)",
+        size="4 MB",
+        licence=_WIKITEXT_LICENCE,
+        homepage=_WIKITEXT_PAGE,
+        remotes=(
+            fetch.Remote(
+                url=f"{_WIKITEXT_HOST}/wikitext-2-v1.zip",
+                filename="wikitext-2-v1.zip",
+                checksum_source=catalog.NO_SUM,
+            ),
+        ),
+        folder="wikitext-2",
+        configs=(
+            "language/wikitext103.py:dataset=wikitext-2,source=official",
+            "language/gpt2.py:dataset=wikitext-2,source=official",
+        ),
+        splits={},
+        arrange=catalog.untar_into("wikitext-2"),  # wikitext-2/wiki.{train,valid,test}.tokens
+        count=None,
+        notes=_NO_COUNTS
+        + " GFSA's GPT-2 runs read the -raw-v1 release (wiki.*.raw), which is not fetched: the "
+        "BPE reader falls back to the .tokens files.",
+    )
+)
+
+
+# ---- PTB (Mikolov's simple-examples.tgz, data/ptb.{train,valid,test}.txt) -----------------------
+
+_PTB_FILES = tuple(f"ptb.{split}.txt" for split in ("train", "valid", "test"))
+
+
+def _arrange_ptb(downloads: Mapping[str, pathlib.Path], target: pathlib.Path) -> None:
+    """simple-examples.tgz (members ./simple-examples/data/ptb.*.txt among the RNNLM toolkit's
+    files): the three word-level split files, directly in `target`."""
+
+    def wanted(member: str) -> bool:
+        parts = [p for p in member.split("/") if p not in ("", ".")]
+        return parts[1:2] == ["data"] and len(parts) == 3 and parts[2] in _PTB_FILES
+
+    (archive,) = downloads.values()
+    unpacked = target / ".unpacked"
+    files = fetch.extract(archive, unpacked, members=wanted)
+    found = {p.name: p for p in files}
+    missing = [n for n in _PTB_FILES if n not in found]
+    if missing:
+        raise errors.DataError(
+            f"{archive}: no {', '.join(missing)} under simple-examples/data/ (not Mikolov's "
+            "simple-examples.tgz?)"
+        )
+    for name in _PTB_FILES:
+        found[name].rename(target / name)
+    for path in sorted(unpacked.rglob("*"), reverse=True):
+        path.rmdir()
+    unpacked.rmdir()
+
+
+catalog.register(
+    catalog.Dataset(
+        name="ptb",
+        title="Penn Treebank, Mikolov's word-level language-modelling split",
+        size="34 MB",
+        licence="no licence stated; distributed by T. Mikolov with the RNNLM toolkit examples "
+        "(the text is from the Penn Treebank, LDC)",
+        homepage="http://www.fit.vutbr.cz/~imikolov/rnnlm/",
+        remotes=(
+            fetch.Remote(
+                url="http://www.fit.vutbr.cz/~imikolov/rnnlm/simple-examples.tgz",
+                filename="simple-examples.tgz",
+                checksum_source=catalog.NO_SUM,
+            ),
+        ),
+        folder="ptb",
+        configs=("language/gpt2.py:dataset=ptb,source=official",),
+        splits={},
+        arrange=_arrange_ptb,
+        count=None,
+        notes=_NO_COUNTS + " Only data/ptb.{train,valid,test}.txt are kept from the archive.",
+    )
+)
+
+
+# ---- enwik8 (the first 10^8 bytes of a Wikipedia dump) ------------------------------------------
+
+
+def _arrange_enwik8(downloads: Mapping[str, pathlib.Path], target: pathlib.Path) -> None:
+    """enwik8.zip: its one member `enwik8`, in `target`."""
+    (archive,) = downloads.values()
+    if not fetch.extract(archive, target, members=lambda m: m == "enwik8"):
+        raise errors.DataError(f"{archive}: no member `enwik8` (not the Hutter Prize zip?)")
+
+
+def _count_enwik8(folder: pathlib.Path) -> dict[str, int]:
+    from language.data import corpora
+
+    return {split: len(stream) for split, stream in corpora.enwik8(folder).splits.items()}
+
+
+catalog.register(
+    catalog.Dataset(
+        name="enwik8",
+        title="enwik8 (the first 10^8 bytes of an English Wikipedia dump)",
+        size="36 MB",
+        licence="Wikipedia text (CC BY-SA); the Hutter Prize file",
+        homepage="http://mattmahoney.net/dc/textdata.html",
+        remotes=(
+            fetch.Remote(
+                url="http://mattmahoney.net/dc/enwik8.zip",
+                filename="enwik8.zip",
+                checksum_source=catalog.NO_SUM,
+            ),
+        ),
+        folder="enwik8",
+        configs=("language/enwik8.py:preset=paper,source=official",),
+        # The reader's split of the 100,000,000 bytes, corpora.ENWIK8_SPLIT (the test checks
+        # they agree): the first 90M train, the next 5M val, the last 5M test.
+        splits={"train": 90_000_000, "val": 5_000_000, "test": 5_000_000},
+        arrange=_arrange_enwik8,
+        count=_count_enwik8,
+    )
 )
