@@ -10,8 +10,8 @@ not only its files.
 
 Each domain registers the datasets its readers read, in `<domain>/data/sources.py` (vision:
 CIFAR-10, CIFAR-100, ImageNet; pointcloud: ModelNet40; graphs: ZINC, Peptides, PCQM4Mv2;
-language: WikiText-103, WikiText-2, PTB, enwik8), imported when a name is first looked up or listed; `untar_into`
-and `listed` are the helpers they share.
+language: WikiText-103, WikiText-2, PTB, enwik8), imported when a name is first looked up or
+listed; `untar_into` and `listed` are the helpers they share.
 
 Entries with `arrange=None` are listed (source, licence, folder, the configs that read them)
 but not yet fetched by a script: `attnbench-data fetch NAME` prints the steps instead. Datasets
