@@ -296,8 +296,9 @@ def load_peptides(
 
     Args:
       root: the folder holding the csv.gz and the split pickle, `peptides-functional/`
-        (`peptides-structural/`) with the csv in its `raw/`, or their parent. Empty: the data
-        root.
+        (`peptides-structural/`) with the csv in its `raw/`, or their parent (which may instead
+        hold `peptides/` with all the files, as `attnbench-data fetch peptides` arranges them).
+        Empty: the data root.
       spd: also compute and store shortest-path distances (peptides average ~151 atoms, so this
         is most of the build time).
       workers: featurisation processes (default: the usable cores, at most 8).
@@ -311,7 +312,8 @@ def load_peptides(
     if kind not in _PEPTIDES:
         raise errors.ConfigError(f"load_peptides: kind={kind!r}; known: func, struct")
     layout, base = _PEPTIDES[kind], official._root(root)
-    folders = ("", "raw", layout["folder"], f"{layout['folder']}/raw")
+    # "peptides": where `attnbench-data fetch peptides` puts both kinds' files.
+    folders = ("", "raw", layout["folder"], f"{layout['folder']}/raw", "peptides")
     csv_path = official._find(base, folders, layout["csv"])
     split_path = official._find(base, folders, [layout["split"]])
     if csv_path is None or split_path is None:
