@@ -36,7 +36,7 @@ catalog.register(
     catalog.Dataset(
         name="wikitext103",
         title="WikiText-103 (word level)",
-        size="181 MB",
+        size="about 181 MB (not checked here)",
         licence=_WIKITEXT_LICENCE,
         homepage=_WIKITEXT_PAGE,
         remotes=(
@@ -59,7 +59,7 @@ catalog.register(
     catalog.Dataset(
         name="wikitext2",
         title="WikiText-2 (word level)",
-        size="4 MB",
+        size="about 4 MB (not checked here)",
         licence=_WIKITEXT_LICENCE,
         homepage=_WIKITEXT_PAGE,
         remotes=(
@@ -118,7 +118,7 @@ catalog.register(
     catalog.Dataset(
         name="ptb",
         title="Penn Treebank, Mikolov's word-level language-modelling split",
-        size="34 MB",
+        size="about 34 MB (not checked here)",
         licence="no licence stated; distributed by T. Mikolov with the RNNLM toolkit examples "
         "(the text is from the Penn Treebank, LDC)",
         homepage="http://www.fit.vutbr.cz/~imikolov/rnnlm/",
@@ -159,7 +159,7 @@ catalog.register(
     catalog.Dataset(
         name="enwik8",
         title="enwik8 (the first 10^8 bytes of an English Wikipedia dump)",
-        size="36 MB",
+        size="about 36 MB (not checked here)",
         licence="Wikipedia text (CC BY-SA); the Hutter Prize file",
         homepage="http://mattmahoney.net/dc/textdata.html",
         remotes=(

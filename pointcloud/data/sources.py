@@ -25,7 +25,7 @@ catalog.register(
     catalog.Dataset(
         name="modelnet40",
         title="ModelNet40, PointNet++'s resampled clouds with normals",
-        size="1.6 GB",
+        size="about 1.6 GB (not checked here)",
         licence="ModelNet: for academic research (Princeton ModelNet terms); the resampled "
         "release by the PointNet++ authors",
         homepage="https://modelnet.cs.princeton.edu/",
@@ -50,7 +50,7 @@ catalog.register(
     catalog.Dataset(
         name="modelnet40_hdf5",
         title="ModelNet40, PointNet's 2,048-point HDF5 release",
-        size="435 MB",
+        size="about 435 MB (not checked here)",
         licence="ModelNet: for academic research (Princeton ModelNet terms)",
         homepage="https://modelnet.cs.princeton.edu/",
         remotes=(

@@ -67,7 +67,7 @@ catalog.register(
     catalog.Dataset(
         name="cifar100",
         title="CIFAR-100, python version",
-        size="161 MB",
+        size="about 161 MB (not checked here)",
         licence="no licence stated; distributed by the authors for research (cite Krizhevsky 2009)",
         homepage=_CIFAR_PAGE,
         remotes=(
@@ -90,7 +90,7 @@ catalog.register(
 catalog.listed(
     "imagenet",
     "ImageNet-1k (ILSVRC-2012)",
-    "147 GB",
+    "about 147 GB (not checked here)",
     "ImageNet terms of access: non-commercial research, after registration",
     "https://image-net.org/download.php",
     {},
