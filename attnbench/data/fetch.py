@@ -452,8 +452,9 @@ def extract(
     *,
     members: Callable[[str], bool] | None = None,
 ) -> list[pathlib.Path]:
-    """Unpacks `archive` (.zip, .tar, .tar.gz/.tgz, .tar.bz2, .tar.xz, or a single-file .gz,
-    which becomes the name without .gz) into `dest_dir`; returns the files written.
+    """Unpacks `archive` (.zip, .tar, .tar.gz/.tgz, .tar.bz2, .tar.xz, a tar compressed under a
+    plain .gz name, or a single-file .gz, which becomes the name without .gz) into `dest_dir`;
+    returns the files written.
 
     `members(name)` selects the members to extract (by their name in the archive). Every
     selected member is checked before anything is written: an absolute name, a `..` component,
@@ -475,9 +476,9 @@ def extract(
                 dest.mkdir(parents=True, exist_ok=True)
                 written = [pathlib.Path(zf.extract(info, dest)) for info in chosen]
                 return [p for p, i in zip(written, chosen, strict=True) if not i.is_dir()]
-        if lower.endswith(_TAR_SUFFIXES) or (
-            not lower.endswith(".gz") and tarfile.is_tarfile(archive)
-        ):
+        # a tar under a plain .gz name (LRA's lra_release.gz) is a tar: tarfile reads the
+        # first block through the compression to tell
+        if lower.endswith(_TAR_SUFFIXES) or tarfile.is_tarfile(archive):
             with tarfile.open(archive, "r:*") as tf:
                 chosen = _tar_members(archive, tf, members)
                 dest.mkdir(parents=True, exist_ok=True)

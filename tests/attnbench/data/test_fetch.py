@@ -326,6 +326,12 @@ def test_extract_round_trips_tar_gz_zip_and_gz_and_filters_members(tmp_path):
     ]
     assert (tmp_path / "g" / "labels.csv").read_bytes() == b"1,2,3\n"
 
+    # a tar.gz published under a plain .gz name (LRA's lra_release.gz) is unpacked as a tar
+    release = _tar(tmp_path / "r2.tgz", files.items()).rename(tmp_path / "lra_release.gz")
+    got = fetch.extract(release, tmp_path / "l", members=lambda n: n.startswith("set/sub"))
+    assert got == [tmp_path / "l" / "set/sub/b.bin"]
+    assert (tmp_path / "l" / "set/sub/b.bin").read_bytes() == bytes(range(256))
+
 
 def test_extract_calls_a_damaged_archive_damaged(tmp_path):
     archive = _tar(tmp_path / "d.tar.gz", [("a", random.Random(1).randbytes(100_000))])
