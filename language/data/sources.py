@@ -4,10 +4,14 @@ into the folder `corpora.load` reads with `source='official'` and an empty `conf
 (`<data root>/<config.data.dataset>`). CIFAR-10 (the image-generation task) is vision's entry.
 
 No checksum is published for any of these files: `fetch` records each one's size and sha256 in
-MANIFEST.json. Split sizes: enwik8's are the reader's byte split (`corpora.ENWIK8_SPLIT`); the
-word-level token counts of WikiText and PTB under the reader's rule (every line's words then
-``</s>``) are not stated anywhere in this repository, so those entries check the files (the
-manifest) and not the counts (`splits={}`, `count=None`).
+MANIFEST.json. Split sizes: enwik8's are the reader's byte split (`corpora.ENWIK8_SPLIT`);
+WikiText's and PTB's are token counts under the reader's word-level rule (each line's words,
+then ``</s>``; `language.data.tokenizers.count_tokens`), which is the rule the published counts
+follow: WikiText's are those of Merity et al. 2016 (arXiv 1609.07843, Table 1), which the
+PyTorch word-language-model example and fairseq's binariser (both add an end-of-line token per
+line) also report; PTB's are Mikolov's files with one end-of-sentence per line, the "929k /
+73k / 82k words" of Zaremba et al. 2014 (arXiv 1409.2329, Sec. 4.1). [These exact figures are
+recorded from those sources, not counted on this machine: the full files are not here.]
 """
 
 from __future__ import annotations
@@ -24,10 +28,27 @@ _WIKITEXT_PAGE = (
     "dataset/"
 )
 _WIKITEXT_LICENCE = "CC BY-SA 3.0 (Wikipedia text)"
-_NO_COUNTS = (
-    "Token counts are not checked: the reader's word-level counts (words + </s> per line) are "
-    "not stated in this repository; the files are checked against the manifest."
+_COUNTED = (
+    "verify counts tokens as the reader does (each line's words, then </s>; "
+    "language.data.tokenizers.count_tokens), without building the dictionary."
 )
+
+
+def _count_words(pattern: str, subdirs: tuple[str, ...], what: str):
+    """`count(folder)`: the token count of each split file the reader would read."""
+
+    def count(folder: pathlib.Path) -> dict[str, int]:
+        from language.data import corpora, tokenizers
+
+        files = corpora.word_files(folder, pattern, subdirs, what, "attnbench-data fetch")
+        return {split: tokenizers.count_tokens(path) for split, path in files.items()}
+
+    return count
+
+
+# Merity et al. 2016 (arXiv 1609.07843), Table 1: tokens per split; WikiText-2 and WikiText-103
+# share their validation and test articles.
+_WIKITEXT_EVAL = {"val": 217_646, "test": 245_569}
 
 
 # ---- WikiText-103 / WikiText-2 (word level, the .tokens files) -----------------------------------
@@ -48,10 +69,11 @@ catalog.register(
         ),
         folder="wikitext-103",
         configs=("language/wikitext103.py:preset=paper,source=official",),
-        splits={},
+        splits={"train": 103_227_021, **_WIKITEXT_EVAL},
         arrange=catalog.untar_into("wikitext-103"),  # wikitext-103/wiki.{train,valid,test}.tokens
-        count=None,
-        notes=_NO_COUNTS,
+        count=_count_words("wiki.{split}.tokens", ("wikitext-103",), "wikitext-103"),
+        notes=_COUNTED + " The word-level release (.tokens, 267,735 types); -raw-v1 is another "
+        "file set and not what these configs read.",
     )
 )
 
@@ -74,10 +96,10 @@ catalog.register(
             "language/wikitext103.py:dataset=wikitext-2,source=official",
             "language/gpt2.py:dataset=wikitext-2,source=official",
         ),
-        splits={},
+        splits={"train": 2_088_628, **_WIKITEXT_EVAL},
         arrange=catalog.untar_into("wikitext-2"),  # wikitext-2/wiki.{train,valid,test}.tokens
-        count=None,
-        notes=_NO_COUNTS
+        count=_count_words("wiki.{split}.tokens", ("wikitext-2",), "wikitext-2"),
+        notes=_COUNTED
         + " GFSA's GPT-2 runs read the -raw-v1 release (wiki.*.raw), which is not fetched: the "
         "BPE reader falls back to the .tokens files.",
     )
@@ -131,10 +153,12 @@ catalog.register(
         ),
         folder="ptb",
         configs=("language/gpt2.py:dataset=ptb,source=official",),
-        splits={},
+        # Mikolov's ptb.*.txt: 887,521 / 70,390 / 78,669 words (Merity et al. 2016, Table 1)
+        # plus one </s> for each of the 42,068 / 3,370 / 3,761 lines
+        splits={"train": 929_589, "val": 73_760, "test": 82_430},
         arrange=_arrange_ptb,
-        count=None,
-        notes=_NO_COUNTS + " Only data/ptb.{train,valid,test}.txt are kept from the archive.",
+        count=_count_words("ptb.{split}.txt", ("data", "ptb"), "Penn Treebank"),
+        notes=_COUNTED + " Only data/ptb.{train,valid,test}.txt are kept from the archive.",
     )
 )
 

@@ -63,6 +63,7 @@ __all__ = [
     "GPT2BPE",
     "bytes_to_unicode",
     "tokenize_words",
+    "count_tokens",
     "build_word_level",
 ]
 
@@ -313,6 +314,17 @@ def tokenize_words(
             _progress(f"tokenising {path.name}: {min(done / size, 1):.0%} ({rate:.0f} MB/s)")
     ids = np.concatenate(parts) if parts else np.zeros(0, np.int32)
     return ids, (list(seen) if index is None else [])
+
+
+def count_tokens(path: str | os.PathLike) -> int:
+    """How many tokens `tokenize_words` gives for the file (each line's words, then ``</s>``),
+    without building ids: the same cut (`_chunks`, `_spans`), for `attnbench-data verify`."""
+    path = pathlib.Path(path)
+    total = 0
+    for chunk in _chunks(path, "text"):
+        positions, *_ = _spans(chunk)
+        total += len(positions)
+    return total
 
 
 def _progress(msg: str) -> None:

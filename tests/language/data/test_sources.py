@@ -20,6 +20,9 @@ from tests.scripts.test_data import server  # noqa: F401 (the fixture)
 
 WIKI = {"train": " = A = \n\n the cat sat \n", "valid": " the dog \n", "test": " a <unk> \n"}
 PTB = {"train": " the cat <unk> \n the N \n", "valid": " cat the \n", "test": " dog \n"}
+# tokens per split as the reader counts them (each line's words, then </s>)
+WIKI_TOKENS = {"train": 9, "val": 3, "test": 3}
+PTB_TOKENS = {"train": 7, "val": 3, "test": 2}
 BYTES = bytes(range(256)) * 2 + b"<page>\xc3\xa9</page>"  # 527 bytes
 SPLIT = (500, 15, 12)
 
@@ -75,7 +78,7 @@ def _official(dataset):
     [("wikitext103", "wikitext-103", "wikitext-103"), ("wikitext2", "wikitext-2", "wikitext-2")],
 )
 def test_fetch_wikitext(tmp_path, server, monkeypatch, capsys, name, dataset, top):  # noqa: F811
-    _wikitext_zip(_serve(monkeypatch, tmp_path, server, name), top)
+    _wikitext_zip(_serve(monkeypatch, tmp_path, server, name, splits=WIKI_TOKENS), top)
     assert cli.run(data_cli.main, ["fetch", name]) == 0
     assert f"no checksum is published for {top}-v1.zip" in capsys.readouterr().out
     target = tmp_path / "root" / dataset
@@ -85,16 +88,17 @@ def test_fetch_wikitext(tmp_path, server, monkeypatch, capsys, name, dataset, to
         "wiki.valid.tokens",
     ]
     assert cli.run(data_cli.main, ["verify", name]) == 0
+    assert "is complete (train 9, val 3, test 3)" in capsys.readouterr().out
     corpus = corpora.load(_official(dataset))
     assert corpus.source == "official"
-    assert corpus.description["tokens"] == {"train": 9, "val": 3, "test": 3}  # words + </s>
+    assert corpus.description["tokens"] == WIKI_TOKENS  # the reader's count is verify's
     (target / "wiki.valid.tokens").unlink()
     assert cli.run(data_cli.main, ["verify", name]) == 1
     assert "wiki.valid.tokens" in capsys.readouterr().err
 
 
 def test_fetch_ptb(tmp_path, server, monkeypatch, capsys):  # noqa: F811
-    _simple_examples_tgz(_serve(monkeypatch, tmp_path, server, "ptb"))
+    _simple_examples_tgz(_serve(monkeypatch, tmp_path, server, "ptb", splits=PTB_TOKENS))
     assert cli.run(data_cli.main, ["fetch", "ptb"]) == 0
     target = tmp_path / "root" / "ptb"
     assert sorted(p.name for p in target.iterdir()) == [
@@ -105,6 +109,7 @@ def test_fetch_ptb(tmp_path, server, monkeypatch, capsys):  # noqa: F811
     ]
     assert cli.run(data_cli.main, ["verify", "ptb"]) == 0
     corpus = corpora.load(_official("ptb"))
+    assert {s: len(v) for s, v in corpus.splits.items()} == PTB_TOKENS
     # as tests/language/data/test_corpora.py reads the same files: the = 4, N = 5, cat = 6
     assert corpus.splits["train"].tolist() == [4, 6, 3, 2, 4, 5, 2]
     assert corpus.splits["test"].tolist() == [3, 2]
@@ -112,6 +117,32 @@ def test_fetch_ptb(tmp_path, server, monkeypatch, capsys):  # noqa: F811
     (target / "ptb.test.txt").unlink()
     assert cli.run(data_cli.main, ["verify", "ptb"]) == 1
     assert "ptb.test.txt" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("name", "official"),
+    [
+        ("wikitext103", "103,227,021"),  # Merity et al. 2016, Table 1
+        ("wikitext2", "2,088,628"),
+    ],
+)
+def test_wikitext_counts_against_the_published_ones(
+    tmp_path,
+    server,  # noqa: F811
+    monkeypatch,
+    capsys,
+    name,
+    official,
+):
+    """The real entries' token counts against the tiny release: one problem line per split."""
+    _wikitext_zip(
+        _serve(monkeypatch, tmp_path, server, name), name.replace("wikitext", "wikitext-")
+    )
+    assert cli.run(data_cli.main, ["fetch", name]) == 1
+    err = capsys.readouterr().err
+    assert f"split train has 9 examples, the official release {official}" in err
+    assert "split val has 3 examples, the official release 217,646" in err
+    assert err.count("problem:") == 3
 
 
 def test_fetch_ptb_refuses_another_archive(tmp_path, server, monkeypatch, capsys):  # noqa: F811

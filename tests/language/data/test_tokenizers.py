@@ -54,6 +54,8 @@ def test_build_word_level_matches_an_independent_reference(tmp_path, monkeypatch
     assert len(vocab) % 8 == 0
     for s, t in texts.items():
         np.testing.assert_array_equal(streams[s], [ref.get(w, 3) for w in words(t)])
+        # the count attnbench-data verify compares with the published token counts
+        assert tokenizers.count_tokens(files[s]) == len(words(t)) == len(streams[s])
 
 
 # --------------------------------------------------------------------------------------------
