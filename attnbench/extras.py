@@ -21,6 +21,7 @@ EXTRAS = {
     "h5py": ("pointcloud", "h5py"),
     "tensorflow_datasets": ("tfds", "tensorflow-datasets"),
     "tensorflow": ("tfds", "tensorflow"),
+    "datasets": ("hf", "datasets"),
 }
 
 

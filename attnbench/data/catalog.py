@@ -32,6 +32,7 @@ from attnbench.data.fetch import Remote
 
 __all__ = [
     "Dataset",
+    "HFSource",
     "get",
     "names",
     "where",
@@ -63,6 +64,9 @@ class Dataset:
       count: `count(folder) -> {split: examples}` by the project's reader.
       steps: what to do by hand (registration, or a release not fetched by a script yet).
       notes: what is known to differ between releases or mirrors.
+      hf: the same data on the Hugging Face Hub, where `fetch --from hf` can read it.
+      layout: the files the reader reads in `folder`, for DATA.md ("data_batch_1..5,
+        test_batch: pickled dicts").
     """
 
     name: str
@@ -77,6 +81,29 @@ class Dataset:
     arrange: Callable[[Mapping[str, pathlib.Path], pathlib.Path], None] | None = None
     count: Callable[[pathlib.Path], Mapping[str, int]] | None = None
     steps: str = ""
+    notes: str = ""
+    hf: HFSource | None = None
+    layout: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class HFSource:
+    """The same data from the Hugging Face Hub, through the `datasets` package (the `hf`
+    extra): `attnbench-data fetch NAME --from hf` (or `--from hf:REPO_OR_FOLDER` for another
+    repository or a local copy of it).
+
+    Attributes:
+      repo: the Hub repository ("Salesforce/wikitext").
+      config: its configuration ("wikitext-103-v1").
+      arrange: `arrange(splits: {Hub split: datasets.Dataset}, target)`: the rows written in
+        the layout the reader reads.
+      notes: how the Hub's copy differs from the release files, and why that does not change
+        what the reader reads.
+    """
+
+    repo: str
+    config: str
+    arrange: Callable[[Mapping[str, object], pathlib.Path], None]
     notes: str = ""
 
 

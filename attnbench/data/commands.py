@@ -15,7 +15,7 @@ import sys
 import time
 
 from attnbench import cli, errors
-from attnbench.data import cache, catalog, fetch
+from attnbench.data import cache, catalog, fetch, hf
 
 __all__ = ["list_datasets", "fetch_dataset", "verify_dataset"]
 
@@ -36,6 +36,8 @@ def list_datasets() -> int:
             print(f"  source: {r.url} ({checksum})")
         if not d.remotes:
             print(f"  source: {d.homepage}")
+        if d.hf is not None:
+            print(f"  also: Hugging Face {d.hf.repo} ({d.hf.config}; `fetch {name} --from hf`)")
         print(f"  folder: <data root>{'/' + d.folder if d.folder else ''}")
         sizes = ", ".join(f"{k} {v:,}" for k, v in d.splits.items())
         print(f"  splits: {sizes or '(not checked by attnbench-data yet)'}")
@@ -48,6 +50,8 @@ def fetch_dataset(name: str, data_dir: str = "", source: str | None = None) -> i
     differ from the official ones (the folder is kept, the problems printed)."""
     d = catalog.get(name)
     target = catalog.where(name, data_dir)
+    if hf.is_hf(source):
+        return _fetch_hf(d, target, source, data_dir)
     if d.arrange is None:
         print(f"{d.title} is not fetched by a script yet; to use it:")
         for r in d.remotes:
@@ -82,6 +86,27 @@ def fetch_dataset(name: str, data_dir: str = "", source: str | None = None) -> i
         else "; checksums as published"
     )
     print(f"{name}: in {target} ({time.perf_counter() - t0:.0f}s{note})")
+    return 1 if problems else 0
+
+
+def _fetch_hf(d: catalog.Dataset, target: pathlib.Path, source: str, data_dir: str) -> int:
+    """`fetch NAME --from hf[:REPO]`: the Hub's copy through `datasets`, arranged in the
+    reader's layout and checked like the release files (no release checksum: the manifest
+    records the files' sha256 and the Hub repository, configuration and fingerprints)."""
+    t0 = time.perf_counter()
+    splits, record = hf.load(source, d, cache.data_root(data_dir))
+    print(f"{d.name}: from Hugging Face {record['huggingface']['repo']}", flush=True)
+    with fetch.staged(target) as staging:
+        d.hf.arrange(splits, staging)
+        files = {str(p.relative_to(staging)): p for p in sorted(staging.rglob("*")) if p.is_file()}
+        fetch.write_manifest(staging, files, remotes=(), origin=record)
+    problems = _check_counts(d, target)
+    for line in problems:
+        print(f"problem: {line}", file=sys.stderr)
+    print(
+        f"{d.name}: in {target} ({time.perf_counter() - t0:.0f}s; from the Hugging Face Hub, "
+        f"no release checksum: the files' sha256 are in {target / fetch.MANIFEST})"
+    )
     return 1 if problems else 0
 
 

@@ -609,6 +609,7 @@ def write_manifest(
     *,
     remotes: Sequence[Remote],
     download_dir: str | os.PathLike | None = None,
+    origin: Mapping | None = None,
 ) -> pathlib.Path:
     """Writes `folder/MANIFEST.json` (atomically) and returns its path.
 
@@ -617,7 +618,8 @@ def write_manifest(
     `remotes` gets its URL, file name, size and sha256 (computed from the downloaded file:
     `download_dir/<filename>`, or where `download` put it in this process; the published size
     and sha256 when the file is not there), and its published checksum with its source, or
-    "none published".
+    "none published". `origin`, where the data came from somewhere else than release files (the
+    Hugging Face Hub), is recorded as it is under "origin".
     """
     folder = pathlib.Path(folder)
     releases = []
@@ -654,6 +656,8 @@ def write_manifest(
         rel_posix = pathlib.PurePath(rel).as_posix()
         arranged[rel_posix] = {"size": os.path.getsize(path), "sha256": sha256_file(path)}
     manifest = {"format": 1, "releases": releases, "files": arranged}
+    if origin is not None:
+        manifest["origin"] = dict(origin)
     target = folder / MANIFEST
     _atomic_write_text(target, json.dumps(manifest, indent=1) + "\n")
     return target

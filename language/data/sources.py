@@ -46,6 +46,43 @@ def _count_words(pattern: str, subdirs: tuple[str, ...], what: str):
     return count
 
 
+# The Hub's copy (Salesforce/wikitext, parquet): one row per line of the release file, the
+# line's text with its "\n", a blank line as "" (the Hub's former loading script wrote blank lines
+# as empty rows). Written back one row per line, so each line's words, and the token counts, are
+# the release's; only the blank lines' lone space is gone, which no reader sees.
+_HF_SPLITS = {"train": "train", "valid": "validation", "test": "test"}  # file split -> Hub split
+
+
+def _arrange_hf_wikitext(splits: Mapping[str, object], target: pathlib.Path) -> None:
+    missing = [s for s in _HF_SPLITS.values() if s not in splits]
+    if missing:
+        raise errors.DataError(
+            f"the Hugging Face copy has no {', '.join(missing)} split (it has "
+            f"{', '.join(splits) or 'none'}); is it WikiText?"
+        )
+    for file_split, hub_split in _HF_SPLITS.items():
+        rows = splits[hub_split]
+        if "text" not in rows.column_names:
+            raise errors.DataError(
+                f"the Hugging Face copy's {hub_split} split has no 'text' column (it has "
+                f"{', '.join(rows.column_names)}); is it WikiText?"
+            )
+        with open(target / f"wiki.{file_split}.tokens", "w", encoding="utf-8", newline="") as f:
+            for batch in rows.iter(batch_size=10_000):
+                f.writelines(t if t.endswith("\n") else t + "\n" for t in batch["text"])
+
+
+def _hf_wikitext(config: str) -> catalog.HFSource:
+    return catalog.HFSource(
+        repo="Salesforce/wikitext",
+        config=config,
+        arrange=_arrange_hf_wikitext,
+        notes="The Hub's parquet rows are the release file's lines; blank lines come back as "
+        "empty lines (the release has a lone space on them), so the reader's tokens and the "
+        "counts verify checks are the release's.",
+    )
+
+
 # Merity et al. 2016 (arXiv 1609.07843), Table 1: tokens per split; WikiText-2 and WikiText-103
 # share their validation and test articles.
 _WIKITEXT_EVAL = {"val": 217_646, "test": 245_569}
@@ -74,6 +111,7 @@ catalog.register(
         count=_count_words("wiki.{split}.tokens", ("wikitext-103",), "wikitext-103"),
         notes=_COUNTED + " The word-level release (.tokens, 267,735 types); -raw-v1 is another "
         "file set and not what these configs read.",
+        hf=_hf_wikitext("wikitext-103-v1"),
     )
 )
 
@@ -102,6 +140,7 @@ catalog.register(
         notes=_COUNTED
         + " GFSA's GPT-2 runs read the -raw-v1 release (wiki.*.raw), which is not fetched: the "
         "BPE reader falls back to the .tokens files.",
+        hf=_hf_wikitext("wikitext-2-v1"),
     )
 )
 
