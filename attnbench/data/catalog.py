@@ -67,6 +67,7 @@ class Dataset:
       hf: the same data on the Hugging Face Hub, where `fetch --from hf` can read it.
       layout: the files the reader reads in `folder`, for DATA.md ("data_batch_1..5,
         test_batch: pickled dicts").
+      unit: what `splits` counts ("examples", "tokens", "bytes").
     """
 
     name: str
@@ -84,6 +85,7 @@ class Dataset:
     notes: str = ""
     hf: HFSource | None = None
     layout: str = ""
+    unit: str = "examples"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -122,7 +122,7 @@ def _check_counts(d: catalog.Dataset, folder: pathlib.Path) -> list[str]:
         got = counts.get(split)
         if got != expected:
             out.append(
-                f"{folder}: split {split} has {got if got is not None else 'no'} examples, "
+                f"{folder}: split {split} has {'no' if got is None else f'{got:,}'} {d.unit}, "
                 f"the official release {expected:,}"
             )
     return out

@@ -108,6 +108,7 @@ catalog.register(
         configs=("language/wikitext103.py:preset=paper,source=official",),
         splits={"train": 103_227_021, **_WIKITEXT_EVAL},
         arrange=catalog.untar_into("wikitext-103"),  # wikitext-103/wiki.{train,valid,test}.tokens
+        unit="tokens",
         count=_count_words("wiki.{split}.tokens", ("wikitext-103",), "wikitext-103"),
         notes=_COUNTED + " The word-level release (.tokens, 267,735 types); -raw-v1 is another "
         "file set and not what these configs read.",
@@ -136,6 +137,7 @@ catalog.register(
         ),
         splits={"train": 2_088_628, **_WIKITEXT_EVAL},
         arrange=catalog.untar_into("wikitext-2"),  # wikitext-2/wiki.{train,valid,test}.tokens
+        unit="tokens",
         count=_count_words("wiki.{split}.tokens", ("wikitext-2",), "wikitext-2"),
         notes=_COUNTED
         + " GFSA's GPT-2 runs read the -raw-v1 release (wiki.*.raw), which is not fetched: the "
@@ -196,6 +198,7 @@ catalog.register(
         # plus one </s> for each of the 42,068 / 3,370 / 3,761 lines
         splits={"train": 929_589, "val": 73_760, "test": 82_430},
         arrange=_arrange_ptb,
+        unit="tokens",
         count=_count_words("ptb.{split}.txt", ("data", "ptb"), "Penn Treebank"),
         notes=_COUNTED + " Only data/ptb.{train,valid,test}.txt are kept from the archive.",
     )
@@ -237,6 +240,7 @@ catalog.register(
         # The reader's split of the 100,000,000 bytes, corpora.ENWIK8_SPLIT (the test checks
         # they agree): the first 90M train, the next 5M val, the last 5M test.
         splits={"train": 90_000_000, "val": 5_000_000, "test": 5_000_000},
+        unit="bytes",
         arrange=_arrange_enwik8,
         count=_count_enwik8,
     )

@@ -96,7 +96,7 @@ def test_a_hub_copy_with_a_wrong_count_is_a_problem(tmp_path, tiny_counts, capsy
     hub = _hub_copy(tmp_path / "hub", {"train": ["a b\n"], "validation": ["c\n"], "test": [""]})
     assert cli.run(data_cli.main, ["fetch", "wikitext103", "--from", f"hf:{hub}"]) == 1
     err = capsys.readouterr().err
-    assert "split train has 3 examples, the official release 9" in err
+    assert "split train has 3 tokens, the official release 9" in err
     assert err.count("problem:") == 3
 
 

@@ -140,8 +140,8 @@ def test_wikitext_counts_against_the_published_ones(
     )
     assert cli.run(data_cli.main, ["fetch", name]) == 1
     err = capsys.readouterr().err
-    assert f"split train has 9 examples, the official release {official}" in err
-    assert "split val has 3 examples, the official release 217,646" in err
+    assert f"split train has 9 tokens, the official release {official}" in err
+    assert "split val has 3 tokens, the official release 217,646" in err
     assert err.count("problem:") == 3
 
 
