@@ -10,7 +10,8 @@ Config argument (comma-separated `key=value`):
     model=vit|sliceformer    Table 5's rows (configs/vision/sliceformer_vit.py)
     attn=<mechanism>         any name in `attention.names()` (grf masks the 2-D patch grid)
 
-Data (`config.data.source`): `official` reads the python batches from `config.data.dir`;
+Data (`config.data.source`): `official` reads the python batches from `config.data.dir`, else
+`<data root>/cifar-10-batches-py` (`attnbench-data fetch cifar10`);
 `standin` is Fashion-MNIST (offline), labelled as a stand-in; `tfds` reads TFDS `cifar10`.
 """
 

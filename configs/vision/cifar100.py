@@ -12,8 +12,9 @@ Config argument (comma-separated `key=value`):
     attn=<mechanism>         any name in `attention.names()` (grf masks the 2-D patch grid)
 
 Data (`config.data.source`): `official` reads `train` and `test` of the python version from
-`config.data.dir`; `standin` is Fashion-MNIST (offline, 10 of the 100 classes used), labelled as
-a stand-in; `tfds` reads TFDS `cifar100`.
+`config.data.dir`, else `<data root>/cifar-100-python` (`attnbench-data fetch cifar100`);
+`standin` is Fashion-MNIST (offline, 10 of the 100 classes used), labelled as a stand-in; `tfds`
+reads TFDS `cifar100`.
 """
 
 from __future__ import annotations

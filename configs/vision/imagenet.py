@@ -39,9 +39,11 @@ Config argument (comma-separated `key=value`):
                              on CaiT, the talking-heads matrix: `gfsa_rows` below)
 
 Data (`config.data.source`): `official` reads `train/<synset>/*.JPEG` and `val/<synset>/*.JPEG`
-under `config.data.dir` (val in class folders, as torchvision and timm read it), decoded lazily
-by `config.data_workers` processes; `tfds` reads TFDS `imagenet2012`; `standin` is
-Fashion-MNIST (offline), labelled as a stand-in.
+under `config.data.dir`, else `<data root>/imagenet` (val in class folders, as torchvision and
+timm read it: `attnbench-data fetch imagenet` prints the steps, `attnbench-data imagenet-val`
+sorts the released val images by the devkit, `attnbench-data verify imagenet` checks the
+folder), decoded lazily by `config.data_workers` processes; `tfds` reads TFDS `imagenet2012`
+(vision/data/tfds.py); `standin` is Fashion-MNIST (offline), labelled as a stand-in.
 """
 
 from __future__ import annotations

@@ -10,9 +10,11 @@ Config argument (comma-separated `key=value`):
     model=grf_vit            GRF Table 2's ViT-B, GRF-masked (configs/vision/grf_vit.py)
     attn=<mechanism>         Table 1's other rows: softmax, grf_dense, linear (phi = ReLU)
 
-Data (`config.data.source`): `official` reads an iNat2021 export in class folders (`train/<class>/`,
-`val/<class>/`: the official JSON annotations reorganised into folders), decoded lazily; `tfds`
-reads TFDS `i_naturalist2021`; `standin` is Fashion-MNIST (offline), labelled as a stand-in. The
+Data (`config.data.source`): `official` reads iNat2021's class folders (`train/<category>/`,
+`val/<category>/`, as train.tar.gz and val.tar.gz unpack) from `config.data.dir`, else
+`<data root>/inaturalist2021` (`attnbench-data fetch inaturalist` prints the steps), decoded
+lazily; `tfds` reads TFDS `i_naturalist2021` (vision/data/tfds.py); `standin` is Fashion-MNIST
+(offline), labelled as a stand-in. The
 paper fine-tuned from an unstated pretrained checkpoint; this recipe trains from scratch.
 """
 

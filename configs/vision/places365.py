@@ -11,9 +11,11 @@ Config argument (comma-separated `key=value`):
     attn=<mechanism>         Table 1's other rows: softmax, grf_dense, linear (phi = ReLU)
 
 Data (`config.data.source`): `official` reads the small images of Places365-Standard in
-class folders (`train/<category>/`, `val/<category>/`: the official val list reorganised into
-folders), decoded lazily; `tfds` reads TFDS `places365_small`; `standin` is Fashion-MNIST
-(offline), labelled as a stand-in. The paper fine-tuned from an unstated pretrained checkpoint;
+class folders (`train/<category>/`, `val/<category>/`: the release's "easy format",
+places365standard_easyformat.tar) from `config.data.dir`, else `<data root>/places365_standard`
+(`attnbench-data fetch places365` prints the steps), decoded lazily; `tfds` reads TFDS
+`places365_small` (vision/data/tfds.py); `standin` is Fashion-MNIST (offline), labelled as a
+stand-in. The paper fine-tuned from an unstated pretrained checkpoint;
 this recipe trains from scratch.
 """
 

@@ -12,9 +12,10 @@ Config argument (comma-separated `key=value`):
     attn=<mechanism>         any name in `attention.names()` (grf masks the 2-D patch grid)
 
 Data (`config.data.source`): `official` reads the release folder (wnids.txt, train/, val/ with
-val_annotations.txt; the val images are the reported test split); `standin` is Fashion-MNIST
-(offline), labelled as a stand-in. Decoding is lazy: `--config.data_workers=N` decodes in N
-processes.
+val_annotations.txt; the val images are the reported test split): `config.data.dir`, else
+`<data root>/tiny-imagenet-200`, where `attnbench-data fetch tiny_imagenet` puts it; `standin`
+is Fashion-MNIST (offline), labelled as a stand-in. Decoding is lazy: `--config.data_workers=N`
+decodes in N processes.
 """
 
 from __future__ import annotations

@@ -17,7 +17,10 @@ ImageNet synset order), so labels agree with other tools' checkpoints; Tiny-Imag
 No bad input is read silently: a training class folder without images (a partial copy or
 extraction) is an error naming it, since it would still count as a class and shift the class
 count the model is built for; so is a text file of the release (`wnids.txt`,
-`val_annotations.txt`) that is not UTF-8 text.
+`val_annotations.txt`) that is not UTF-8 text, and a `val/` that holds its images directly
+rather than in class folders (ILSVRC-2012's val as released: `attnbench-data imagenet-val`
+moves them, `vision.data.imagenet_val`). Each missing-data error names the `attnbench-data`
+command that fetches the dataset (or prints its steps).
 """
 
 from __future__ import annotations
@@ -31,6 +34,15 @@ from attnbench.data import cache
 from attnbench.data.formats import image_folder
 
 __all__ = ["read_tiny_imagenet", "read_class_folders"]
+
+# What each release folder's reader says to do when its data is missing: the catalog name that
+# `attnbench-data fetch` takes (vision/data/sources.py registers each).
+FETCH = "`attnbench-data fetch {name}`"
+
+
+def _get_it(name: str | None) -> str:
+    """`fetch it with ...` for a catalog dataset; "" for any other folder (`folder`)."""
+    return f"; fetch it with {FETCH.format(name=name)}" if name else ""
 
 
 def read_tiny_imagenet(directory: str | os.PathLike) -> dict:
@@ -49,9 +61,9 @@ def read_tiny_imagenet(directory: str | os.PathLike) -> dict:
     for path in (wnids_file, root / "train", annotations):
         if not path.exists():
             raise cache.DataError(
-                f"{path}: not found; config.data.dir must be Tiny-ImageNet's release folder "
-                "tiny-imagenet-200/ (wnids.txt, train/<wnid>/images/, val/images/, "
-                "val/val_annotations.txt)"
+                f"{path}: not found{_get_it('tiny_imagenet')}, or point config.data.dir at "
+                "Tiny-ImageNet's release folder tiny-imagenet-200/ (wnids.txt, "
+                "train/<wnid>/images/, val/images/, val/val_annotations.txt)"
             )
     wnids = [w.strip() for w in _read_text(wnids_file).split() if w.strip()]
     folders = sorted(p.name for p in (root / "train").iterdir() if p.is_dir())
@@ -64,7 +76,8 @@ def read_tiny_imagenet(directory: str | os.PathLike) -> dict:
         )
     classes = sorted(wnids)
     train = image_folder.ImageFolder(root / "train", classes=classes)
-    _refuse_empty_classes(train, root / "train", "re-extract tiny-imagenet-200.zip")
+    again = f"fetch it again with {FETCH.format(name='tiny_imagenet')}"
+    _refuse_empty_classes(train, root / "train", again)
     files, labels = [], []
     index = {w: i for i, w in enumerate(classes)}
     for number, line in enumerate(_read_text(annotations).splitlines(), 1):
@@ -78,7 +91,9 @@ def read_tiny_imagenet(directory: str | os.PathLike) -> dict:
             )
         path = root / "val" / "images" / fields[0]
         if not path.is_file():
-            raise cache.DataError(f"{annotations}: line {number}: image {path} not found")
+            raise cache.DataError(
+                f"{annotations}: line {number}: image {path} not found (a partial copy?); {again}"
+            )
         files.append(path)
         labels.append(index[fields[1]])
     if not files:
@@ -87,26 +102,51 @@ def read_tiny_imagenet(directory: str | os.PathLike) -> dict:
     return {"train": train, "test": test}
 
 
-def read_class_folders(directory: str | os.PathLike) -> dict:
+def read_class_folders(directory: str | os.PathLike, dataset: str | None = None) -> dict:
     """ImageNet-style `train/<class>/` and `val/<class>/` -> `{"train", "test"}` lazy sources
     with the training folders' class list (test = the val folder; a class without a val folder
-    has no test images).
+    has no test images). `dataset`: the catalog name the errors tell to fetch ("imagenet",
+    "places365", "inaturalist"; None for any other folder).
 
     Raises:
-      DataError: a missing `train/` or `val/`, a training class folder without images, or a
-        val class folder that is not a training class, each naming the folder.
+      DataError: a missing `train/` or `val/`, one without images, a `val/` holding its images
+        directly (ILSVRC-2012's val before `attnbench-data imagenet-val`), a training class
+        folder without images, or a val class folder that is not a training class, each
+        naming the folder.
     """
     root = pathlib.Path(directory).expanduser()
+    get_it = _get_it(dataset)
     for sub in ("train", "val"):
         if not (root / sub).is_dir():
             raise cache.DataError(
-                f"{root / sub}: not found; config.data.dir must hold train/<class>/ and "
-                "val/<class>/ image folders (ILSVRC-2012 val reorganised into class folders, "
-                "as torchvision and timm read it)"
+                f"{root / sub}: not found{get_it}; or point config.data.dir at a folder holding "
+                "train/<class>/ and val/<class>/ image folders (ILSVRC-2012 val reorganised into "
+                "class folders, as torchvision and timm read it)"
             )
-    train = image_folder.ImageFolder(root / "train")
+    flat = _images_directly_in(root / "val")
+    if flat:
+        raise cache.DataError(
+            f"{root / 'val'}: holds {flat:,} images directly, not in class folders "
+            "(ILSVRC-2012's val as released): move them into val/<wnid>/ with "
+            f"`attnbench-data imagenet-val {root / 'val'} --devkit ILSVRC2012_devkit_t12.tar.gz`"
+        )
+    try:
+        train = image_folder.ImageFolder(root / "train")
+        test = image_folder.ImageFolder(root / "val", classes=train.classes)
+    except cache.DataError as e:
+        raise cache.DataError(f"{e}{get_it}") from None
     _refuse_empty_classes(train, root / "train", "copy its images again")
-    return {"train": train, "test": image_folder.ImageFolder(root / "val", classes=train.classes)}
+    return {"train": train, "test": test}
+
+
+def _images_directly_in(folder: pathlib.Path) -> int:
+    """How many images sit directly in `folder` (not in a class folder)."""
+    with os.scandir(folder) as entries:
+        return sum(
+            1
+            for e in entries
+            if e.is_file() and os.path.splitext(e.name)[1].lower() in image_folder.EXTENSIONS
+        )
 
 
 def _read_text(path: pathlib.Path) -> str:

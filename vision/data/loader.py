@@ -130,28 +130,15 @@ def load(d) -> tuple[dict, dict]:
         description.update(tfds_name=d.tfds_name)
         classes = d.num_classes
     else:
-        folder = d.dir
-        if dataset in ("cifar10", "cifar100"):  # fetched into the data root by attnbench-data
-            folder = catalog.official_dir(dataset, d.dir)
-        elif not d.dir:
-            raise cache.DataError(
-                f"config.data.source='official' needs config.data.dir, the {dataset} release "
-                "folder; or set config.data.source='standin' for the offline Fashion-MNIST "
-                "stand-in"
-            )
-        if dataset in ("cifar10", "cifar100"):
-            splits = _in_memory(cifar._read_cifar(dataset, folder))
-        elif dataset == "tiny_imagenet":
-            splits = read_tiny_imagenet(folder)
-        else:
-            splits = read_class_folders(folder)
+        splits, folder = _read_official(dataset, d.dir)
         description.update(dir=str(pathlib.Path(folder).expanduser()))
         found = getattr(splits["train"], "classes", None)
         classes = len(found) if found is not None else DATASETS[dataset][0]
         if d.num_classes and classes != d.num_classes:
             raise cache.DataError(
-                f"{d.dir}: {classes} classes found, config.data.num_classes is {d.num_classes} "
+                f"{folder}: {classes} classes found, config.data.num_classes is {d.num_classes} "
                 f"({dataset}); point config.data.dir at the full release or set num_classes"
+                + (f" (`attnbench-data verify {dataset}` checks it)" if dataset != "folder" else "")
             )
     train, test = splits["train"], splits["test"]
     if d.val_from_train:
@@ -175,6 +162,35 @@ def load(d) -> tuple[dict, dict]:
     description["num_classes"] = int(classes)
     description["sizes"] = {s: len(v) for s, v in out.items()}
     return out, description
+
+
+def _read_official(dataset: str, config_dir: str) -> tuple[dict, str]:
+    """The official release of `dataset` (`{"train", "test"}` sources) and the folder read:
+    `config_dir`, else the folder `attnbench-data fetch` puts it in under the data root
+    (`attnbench.data.catalog.official_dir`; every dataset but `folder` is in the catalog,
+    vision/data/sources.py). An error reading it names the command that fetches it."""
+    if dataset == "folder":  # any class folders: only config.data.dir says where
+        if not config_dir:
+            raise cache.DataError(
+                "config.data.source='official' with dataset 'folder' needs config.data.dir, a "
+                "folder of train/<class>/ and val/<class>/ images; or set "
+                "config.data.source='standin' for the offline Fashion-MNIST stand-in"
+            )
+        return read_class_folders(config_dir), config_dir
+    folder = catalog.official_dir(dataset, config_dir)
+    try:
+        if dataset in ("cifar10", "cifar100"):
+            return _in_memory(cifar._read_cifar(dataset, folder)), folder
+        if dataset == "tiny_imagenet":
+            return read_tiny_imagenet(folder), folder
+        return read_class_folders(folder, dataset), folder
+    except cache.DataError as e:
+        if "attnbench-data" in str(e):
+            raise
+        raise cache.DataError(
+            f"{e} (`attnbench-data verify {dataset} {folder}` checks the folder; "
+            f"`attnbench-data fetch {dataset}` gets the release)"
+        ) from None
 
 
 # --------------------------------------------------------------------------------------------

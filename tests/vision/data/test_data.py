@@ -230,8 +230,10 @@ def test_official_without_dir_and_unknown_names_are_config_errors(tmp_path, monk
     monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path))
     with pytest.raises(cache.DataError, match="fetch it with `attnbench-data fetch cifar10`"):
         data.load(data.data_config("cifar10"))
-    with pytest.raises(cache.DataError, match="needs config.data.dir"):
+    with pytest.raises(cache.DataError, match="`attnbench-data fetch tiny_imagenet`"):
         data.load(data.data_config("tiny_imagenet"))
+    with pytest.raises(cache.DataError, match="needs config.data.dir"):
+        data.load(data.data_config("folder"))
     with pytest.raises(errors.ConfigError, match="unknown vision dataset 'cifar11'"):
         data.data_config("cifar11")
     d = data.data_config("cifar10")
