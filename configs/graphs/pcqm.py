@@ -10,8 +10,10 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
-    source=standin|official   QM9 gaps offline (default) or OGB-LSC's files under
-                              `--config.data.dir` (`data.csv.gz` + `split_dict.pt`)
+    source=standin|official   QM9 gaps offline (default) or OGB-LSC's files (`data.csv.gz` +
+                              `split_dict.pt`): where `attnbench-data fetch pcqm4mv2` puts
+                              them (`--config.data.dir` empty), or under `--config.data.dir`
+                              (PCQM4M, version=v1, is not fetched by attnbench-data)
     version=v2|v1             PCQM4Mv2 (default) or PCQM4M (official source only)
     model=graphormer|egt      Graphormer-base (default) or EGT-small (SSA's model)
     attn=<mechanism>          graphormer: softmax (default), gfsa (K = 2), sliceformer_graph

@@ -4,8 +4,9 @@ nodes and edges as tokens (random-feature positional encodings), the 24-layer SA
 Run:
     python -m scripts.train --config configs/graphs/peptides.py:preset=cpu --workdir runs/pep
     python -m scripts.train --config configs/graphs/peptides.py:preset=cpu,attn=softmax ...
+    attnbench-data fetch peptides   # once: LRGB's files into the data root
     python -m scripts.train --config configs/graphs/peptides.py:kind=func,k=256,mode=hard \
-        --config.data.source=official --config.data.dir=/data/lrgb --workdir runs/pep-func
+        --config.data.source=official --workdir runs/pep-func
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
@@ -13,8 +14,9 @@ Config argument (comma-separated `key=value`):
                               recipe; GFSA Table 6 with attn=gfsa)
     kind=struct|func          Peptides-struct (11 regression targets, MAE; default) or
                               Peptides-func (10 labels, average precision)
-    source=standin|official   generated peptides offline (default) or LRGB's files under
-                              `--config.data.dir` (csv.gz + split pickles)
+    source=standin|official   generated peptides offline (default) or LRGB's files (csv.gz +
+                              split pickles): where `attnbench-data fetch peptides` puts them
+                              (`--config.data.dir` empty), or under `--config.data.dir`
     k=128|256|512, mode=hard|soft   SAMSA's sampled tokens and sampler (Tables 1 and 3)
     attn=<mechanism>          softmax for the full-attention row, or any mechanism
 

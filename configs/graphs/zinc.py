@@ -11,8 +11,10 @@ Config argument (comma-separated `key=value`):
     model=graphormer|gps     Graphormer-SLIM (default; GFSA Tables 4, 20) or GPS with RWSE
                              (GraphGPS's ZINC recipe; GFSA Table 6 with attn=gfsa)
     source=standin|official  the offline ZINC-like molecules (default) or ZINC-12k's official
-                             files under `--config.data.dir` (benchmarking-gnns / PyG
-                             `{train,val,test}.pickle` + `.index`, read without torch)
+                             files (benchmarking-gnns / PyG `{train,val,test}.pickle` +
+                             `.index`, read without torch): where `attnbench-data fetch zinc`
+                             puts them (`--config.data.dir` empty), or under
+                             `--config.data.dir`
     attn=<mechanism>         softmax (the recipe), gfsa (GFSA's ZINC code: K = 2, w0 = 0, the
                              Graphormer bias added before the softmax, attention dropout
                              before the filter), or any mechanism; those without a `bias` input

@@ -3,14 +3,17 @@
 Run:
     python -m scripts.train --config configs/pointcloud/modelnet40.py:preset=cpu --workdir runs/mn
     python -m scripts.train --config configs/pointcloud/modelnet40.py:preset=cpu,mode=soft ...
+    attnbench-data fetch modelnet40   # once: the release into the data root
     python -m scripts.train --config configs/pointcloud/modelnet40.py:k=256,source=official \
-        --config.data.dir=/data/modelnet40_normal_resampled --workdir runs/mn-256
+        --workdir runs/mn-256
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
-    source=standin|official   generated shapes offline (default) or the official release under
-                              `--config.data.dir` (`--config.data.layout=hdf5` for
-                              modelnet40_ply_hdf5_2048)
+    source=standin|official   generated shapes offline (default) or the official release:
+                              where `attnbench-data fetch modelnet40` puts it
+                              (`--config.data.dir` empty), or under `--config.data.dir`
+                              (`--config.data.layout=hdf5` for modelnet40_ply_hdf5_2048:
+                              `attnbench-data fetch modelnet40_hdf5`)
     k=128|256|512, mode=hard|soft   SAMSA's sampled tokens and sampler (Table 1)
     attn=<mechanism>          softmax for the full-attention column, or any mechanism (grf:
                               masked on each cloud's k-NN graph)

@@ -2,13 +2,15 @@
 
 Run:
     python -m scripts.train --config configs/pointcloud/shapenetpart.py:preset=cpu --workdir runs/sp
-    python -m scripts.train --config configs/pointcloud/shapenetpart.py:k=256,source=official \
-        --config.data.dir=/data/shapenetcore_partanno_segmentation_benchmark_v0_normal ...
+    attnbench-data fetch shapenetpart   # once: the release into the data root
+    python -m scripts.train --config configs/pointcloud/shapenetpart.py:k=256,source=official ...
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
     source=standin|official   generated composite objects with part labels offline (default),
-                              or the official release under `--config.data.dir`
+                              or the official release: where `attnbench-data fetch
+                              shapenetpart` puts it (`--config.data.dir` empty), or under
+                              `--config.data.dir`
     k=128|256|512, mode=hard|soft   SAMSA's sampled tokens and sampler (Table 1: hard only)
     attn=<mechanism>          softmax for the full-attention column, or any mechanism
 

@@ -5,7 +5,8 @@ SMILES in a process pool, packing, caching. The readers are `graphs.data.zinc.lo
 each module's docstring gives its files' layout, as the official loaders read them.
 
 Each reader finds the files under `root` (the folder a user downloaded them to: a config's
-`data.dir`; see each function for the folder levels accepted), builds our graph dicts
+`data.dir`; see each function for the folder levels accepted; empty: the data root, where
+`attnbench-data fetch zinc|peptides|pcqm4mv2` puts them), builds our graph dicts
 (`graphs.data.batching`), packs every split with shortest-path distances into a `PackedGraphs`,
 caches the arrays with `attnbench.data.cache.build_once` under `<cache_dir or root>/graphs/`, and
 returns a `attnbench.tasks.Data` with `source="official"` (as `graphs.data.zinc.load` does for the
@@ -79,6 +80,24 @@ def _find(root: pathlib.Path, folders: Sequence[str], names: Sequence[str]) -> p
 
 def _looked(root: pathlib.Path, folders: Sequence[str]) -> str:
     return ", ".join(str(root / f) if f else str(root) for f in folders)
+
+
+def _fetch_command(name: str, root: pathlib.Path) -> str:
+    """The `attnbench-data fetch` command that puts catalog dataset `name` where a reader looking
+    under `root` finds it: plain for the default data root (`config.data.dir` empty), with
+    `--dir root` otherwise."""
+    command = f"attnbench-data fetch {name}"
+    return command if root == _root("") else f"{command} --dir {root}"
+
+
+def _fetch_hint(name: str, folder: str, root: pathlib.Path, url: str) -> str:
+    """The end of a one-line "files not found" error: the fetch command of catalog entry `name`
+    (which arranges the release in `root/folder`), `config.data.dir`, the stand-in."""
+    return (
+        f"fetch it with `{_fetch_command(name, root)}` (from {url}, into "
+        f"{root / folder}), or set config.data.dir to the folder holding it; or set "
+        "config.data.source='standin' for the offline stand-in"
+    )
 
 
 def _file_spec(paths: Sequence[pathlib.Path]) -> list:

@@ -224,6 +224,9 @@ _H_MASS = 1.008  # RDKit's atomic weight of hydrogen
 # --------------------------------------------------------------------------------------------
 # LRGB Peptides-func / Peptides-struct
 
+# `attnbench-data`'s name for LRGB's files and the folder it fetches them into under the data
+# root (graphs/data/sources.py; tests/graphs/data/test_peptides.py checks they agree).
+PEPTIDES_CATALOG = ("peptides", "peptides")
 _PEPTIDES = {
     "func": dict(
         folder="peptides-functional",
@@ -298,7 +301,8 @@ def load_peptides(
       root: the folder holding the csv.gz and the split pickle, `peptides-functional/`
         (`peptides-structural/`) with the csv in its `raw/`, or their parent (which may instead
         hold `peptides/` with all the files, as `attnbench-data fetch peptides` arranges them).
-        Empty: the data root.
+        Empty: the data root, where that command puts `peptides/`; files not found are an
+        error naming it.
       spd: also compute and store shortest-path distances (peptides average ~151 atoms, so this
         is most of the build time).
       workers: featurisation processes (default: the usable cores, at most 8).
@@ -313,15 +317,14 @@ def load_peptides(
         raise errors.ConfigError(f"load_peptides: kind={kind!r}; known: func, struct")
     layout, base = _PEPTIDES[kind], official._root(root)
     # "peptides": where `attnbench-data fetch peptides` puts both kinds' files.
-    folders = ("", "raw", layout["folder"], f"{layout['folder']}/raw", "peptides")
+    folders = ("", "raw", layout["folder"], f"{layout['folder']}/raw", PEPTIDES_CATALOG[1])
     csv_path = official._find(base, folders, layout["csv"])
     split_path = official._find(base, folders, [layout["split"]])
     if csv_path is None or split_path is None:
         name = layout["csv"][0] if csv_path is None else layout["split"]
-        into = base / layout["folder"] / ("raw" if name.endswith(".gz") else "")
         raise cache.DataError(
-            f"Peptides-{kind}: no {name} under {official._looked(base, folders)}; download "
-            f"{PEPTIDES_URLS[name]} into {into}"
+            f"Peptides-{kind}: no {name} in {official._looked(base, folders)}; "
+            + official._fetch_hint(*PEPTIDES_CATALOG, base, PEPTIDES_URLS[name])
         )
     spec = dict(
         version=official._CACHE_VERSION,

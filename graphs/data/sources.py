@@ -65,6 +65,9 @@ catalog.register(
         configs=("graphs/zinc.py:preset=paper,source=official",),
         # ZINC-12k (benchmarking-gnns; graphs/data/zinc.py `SIZES` and its docstring)
         splits={"train": 10_000, "val": 1_000, "test": 1_000},
+        layout="train.pickle, val.pickle, test.pickle (each a pickled list of dicts of torch "
+        "tensors: atom_type, bond_type adjacency, target; read without torch) and the ZINC-12k "
+        "subset's train.index, val.index, test.index (comma-separated molecule positions)",
         arrange=_arrange_zinc,
         count=_count_zinc,
         notes="molecules.zip also holds the full ZINC (~250k); the configs read the 12k subset "
@@ -139,6 +142,10 @@ catalog.register(
         # LRGB's stratified 70/15/15 split of 15,535 peptides (its README; graphs/data/
         # peptides.py's docstring, configs/graphs/peptides.py TRAIN_GRAPHS), func and struct.
         splits={"train": 10_873, "val": 2_331, "test": 2_331},
+        layout="peptide_multi_class_dataset.csv.gz (smiles, labels: 10 functions) with "
+        "splits_random_stratified_peptide.pickle; peptide_structure_normalized_dataset.csv.gz "
+        "(smiles and 11 structural targets) with splits_random_stratified_peptide_structure"
+        ".pickle; each pickle a dict of train/val/test index arrays",
         arrange=_arrange_files,
         count=_count_peptides,
         notes="verify reads both kinds with RDKit (pip install 'attnbench[molecules]'). "
@@ -156,10 +163,10 @@ def _count_pcqm(folder: pathlib.Path) -> dict[str, int]:
     split_dict.pt with the reader's own parsing, each index checked against the rows of
     raw/data.csv.gz; without featurising 3.7 million molecules (hours), so no RDKit."""
     from attnbench.data import cache
-    from graphs.data import official, pcqm
+    from graphs.data import official
 
     csv_path, split_path = folder / "raw" / "data.csv.gz", folder / "split_dict.pt"
-    fix = f"download {pcqm.PCQM_URLS['v2']} and unzip it again"
+    fix = "fetch it again with `attnbench-data fetch pcqm4mv2`"
     for path in (csv_path, split_path):
         if not path.is_file():
             raise cache.DataError(f"{path}: not found; {fix}")
@@ -192,6 +199,9 @@ catalog.register(
         # OGB-LSC's train split (configs/graphs/pcqm.py TRAIN_SIZE); the valid split's size is
         # not recorded in this repository, so verify does not check it.
         splits={"train": 3_378_606},
+        layout="raw/data.csv.gz (idx, smiles, homolumogap) and split_dict.pt (train, valid, "
+        "test-dev, test-challenge index tensors; read without torch); the 3D structures "
+        "(pcqm4m-v2-train.sdf) are a separate download and not read",
         arrange=catalog.untar_into("pcqm4m-v2"),
         count=_count_pcqm,
         notes="verify counts the splits from split_dict.pt against raw/data.csv.gz's rows; the "

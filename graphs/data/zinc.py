@@ -102,6 +102,9 @@ _TERMS = ("logp", "sa", "ring_penalty")
 # ZINC (benchmarking-gnns / PyG raw files)
 
 _ZINC_FOLDERS = ("", "molecules", "raw", "ZINC/raw", "data/molecules")
+# `attnbench-data`'s name for the release and the folder it fetches it into under the data root
+# (graphs/data/sources.py; tests/graphs/data/test_zinc.py checks they agree).
+ZINC_CATALOG = ("zinc", "molecules")
 
 
 def zinc_graph(molecule, where: str = "molecule") -> tuple[dict, float]:
@@ -199,7 +202,9 @@ def load_zinc(
     Args:
       root: the folder holding `{train,val,test}.pickle` (and `.index` for the subset), or a
         parent of it: `molecules/` (molecules.zip unzipped), `raw/` (PyG's ZINC root),
-        `ZINC/raw/`, `data/molecules/`. Empty: the data root (`attnbench.data.cache.data_root`).
+        `ZINC/raw/`, `data/molecules/`. Empty: the data root (`attnbench.data.cache.data_root`),
+        where `attnbench-data fetch zinc` puts `molecules/`; files not found are an error naming
+        that command.
       subset: the 12k subset listed in the `.index` files; False reads every molecule.
       spd: also compute and store shortest-path distances.
       cache_dir: where the `graphs/` cache folder goes (default `root`).
@@ -214,8 +219,8 @@ def load_zinc(
     folder = next((base / f for f in _ZINC_FOLDERS if (base / f / "train.pickle").is_file()), None)
     if folder is None:
         raise cache.DataError(
-            f"ZINC: no train.pickle in {official._looked(base, _ZINC_FOLDERS)}; download "
-            f"{ZINC_URL} and unzip it into {base} (it makes molecules/)"
+            f"ZINC: no train.pickle in {official._looked(base, _ZINC_FOLDERS)}; "
+            + official._fetch_hint(*ZINC_CATALOG, base, ZINC_URL)
         )
     files = {split: folder / f"{split}.pickle" for split in SPLITS}
     if subset:
@@ -223,8 +228,12 @@ def load_zinc(
     missing = [p for p in files.values() if not p.is_file()]
     if missing:
         urls = [ZINC_INDEX_URL.format(split=p.stem) for p in missing if p.suffix == ".index"]
-        hint = f"download {', '.join(urls)}" if urls else f"unzip {ZINC_URL} again"
-        raise cache.DataError(f"ZINC: missing {[str(p) for p in missing]}; {hint}")
+        hint = f"download {', '.join(urls)} into {folder}" if urls else f"unzip {ZINC_URL} again"
+        command = official._fetch_command(ZINC_CATALOG[0], base)
+        raise cache.DataError(
+            f"ZINC: missing {[str(p) for p in missing]}; {hint}, or fetch the whole release with "
+            f"`{command}` (into {base / ZINC_CATALOG[1]})"
+        )
     spec = dict(
         version=official._CACHE_VERSION,
         files=official._file_spec(list(files.values())),

@@ -5,7 +5,9 @@ glue of the offline stand-in (the generated shapes of `pointcloud.data.shapes`).
 `load_modelnet` finds the files under `root`, resamples every shape to a fixed number of points
 and returns random-access sources per split with a description, converted once into cached
 `.npy` arrays by default (`pointcloud.data.release_files`, which holds the plumbing shared with
-`pointcloud.data.shapenetpart`).
+`pointcloud.data.shapenetpart`). `attnbench-data fetch modelnet40` (`modelnet40_hdf5`) puts each
+release in the data root, where `load_modelnet` finds it with an empty `config.data.dir`; a
+release not found is an error naming that command.
 
 Layouts, as the loaders the papers follow read them (facts from their code, restated):
 
@@ -69,6 +71,7 @@ from pointcloud.data.release_files import (
     _cached,
     _files_digest,
     _find_folder,
+    _incomplete,
     _not_found,
     _read_lines,
     _read_table,
@@ -91,6 +94,12 @@ MODELNET40_URLS = {
 MODELNET_FOLDERS = {
     "normal_resampled": ("", "modelnet40_normal_resampled"),
     "hdf5": ("", "modelnet40_ply_hdf5_2048", "data/modelnet40_ply_hdf5_2048"),
+}
+# Each layout's `attnbench-data` name and the folder it fetches it into under the data root
+# (pointcloud/data/sources.py; tests/pointcloud/data/test_modelnet40.py checks they agree).
+MODELNET_CATALOG = {
+    "normal_resampled": ("modelnet40", "modelnet40_normal_resampled"),
+    "hdf5": ("modelnet40_hdf5", "modelnet40_ply_hdf5_2048"),
 }
 
 
@@ -126,11 +135,14 @@ _H5_LAYOUT = (
 )
 
 
-def _modelnet_text_items(folder: pathlib.Path, prefix: str, names: list[str], split: str):
+def _modelnet_text_items(folder: pathlib.Path, prefix: str, names: list[str], split: str,
+                         fix: str):  # fmt: skip
+    """A split's `(path, label)` items from its list; `fix` says what to do about a missing
+    file."""
     listing = folder / f"{prefix}_{split}.txt"
     index = {name: k for k, name in enumerate(names)}
     items = []
-    for k, shape_id in enumerate(_read_lines(listing, f"ModelNet {split} list"), 1):
+    for k, shape_id in enumerate(_read_lines(listing, f"ModelNet {split} list", fix), 1):
         cls = "_".join(shape_id.split("_")[:-1])
         if cls not in index:
             raise errors.DataError(
@@ -138,7 +150,7 @@ def _modelnet_text_items(folder: pathlib.Path, prefix: str, names: list[str], sp
             )
         path = folder / cls / f"{shape_id}.txt"
         if not path.is_file():
-            raise errors.DataError(f"{listing}:{k}: {path} not found")
+            raise errors.DataError(f"{listing}:{k}: {path} not found; {fix}")
         items.append((path, index[cls]))
     if not items:
         raise errors.DataError(f"{listing}: lists no shapes")
@@ -188,15 +200,15 @@ def _h5_labels(labels: np.ndarray, path: pathlib.Path, names_file: pathlib.Path,
     return out
 
 
-def _h5_items(folder: pathlib.Path, split: str, num_classes: int, normals: bool):
+def _h5_items(folder: pathlib.Path, split: str, num_classes: int, normals: bool, fix: str):
     h5py = _h5py()
     listing = folder / f"{split}_files.txt"
     names_file = folder / "shape_names.txt"
     items = []
-    for k, line in enumerate(_read_lines(listing, f"HDF5 {split} file list"), 1):
+    for k, line in enumerate(_read_lines(listing, f"HDF5 {split} file list", fix), 1):
         path = folder / pathlib.PurePosixPath(line).name
         if not path.is_file():
-            raise errors.DataError(f"{listing}:{k}: {line!r}: {path} not found")
+            raise errors.DataError(f"{listing}:{k}: {line!r}: {path} not found; {fix}")
         try:
             with h5py.File(path, "r") as f:
                 data = _h5_dataset(f, path, "data", h5py, "fiu", "the clouds' xyz")
@@ -291,7 +303,8 @@ def load_modelnet(
     [num_points, 6], "label": int32}` and a description.
 
     Args:
-      root: the dataset folder or its parent.
+      root: the dataset folder or its parent; empty: the data root
+        (`attnbench.data.cache.data_root`), where `attnbench-data fetch` puts it.
       layout: "normal_resampled" (PointNet++'s text files) or "hdf5" (PointNet's 2,048 points).
       sampling: "fps" (default; SAMSA) or "first" (yanx27's default, PointNet).
       num_categories: 40, or 10 for ModelNet10 (normal_resampled only).
@@ -313,6 +326,7 @@ def load_modelnet(
     if num_points < 1:
         raise errors.ConfigError(f"config.data.num_points={num_points}: must be >= 1")
     base = _resolve_root(root)
+    fetch_name, fetched = MODELNET_CATALOG[layout]
     if layout == "normal_resampled":
         prefix = f"modelnet{num_categories}"
         marker = f"{prefix}_shape_names.txt"
@@ -321,10 +335,11 @@ def load_modelnet(
             raise _not_found(
                 f"ModelNet{num_categories} (modelnet40_normal_resampled)", base,
                 MODELNET_FOLDERS[layout], marker, _TEXT_LAYOUT.replace("modelnet40", prefix),
-                MODELNET40_URLS[layout],
+                MODELNET40_URLS[layout], fetch_name, fetched,
             )  # fmt: skip
+        fix = _incomplete(folder, fetch_name, base, fetched)
         names = _read_lines(folder / marker, "class names")
-        items = {s: _modelnet_text_items(folder, prefix, names, s) for s in ("train", "test")}
+        items = {s: _modelnet_text_items(folder, prefix, names, s, fix) for s in ("train", "test")}
         data_files = [folder / marker] + [folder / f"{prefix}_{s}.txt" for s in items]
         data_files += [p for s in items for p, _ in items[s]]
 
@@ -336,10 +351,11 @@ def load_modelnet(
         if folder is None:
             raise _not_found(
                 "ModelNet40 (modelnet40_ply_hdf5_2048)", base, MODELNET_FOLDERS[layout], marker,
-                _H5_LAYOUT, MODELNET40_URLS[layout],
+                _H5_LAYOUT, MODELNET40_URLS[layout], fetch_name, fetched,
             )  # fmt: skip
+        fix = _incomplete(folder, fetch_name, base, fetched)
         names = _read_lines(folder / marker, "class names")
-        items = {s: _h5_items(folder, s, len(names), normals) for s in ("train", "test")}
+        items = {s: _h5_items(folder, s, len(names), normals, fix) for s in ("train", "test")}
         data_files = [folder / marker] + [folder / f"{s}_files.txt" for s in items]
         data_files += sorted({p for s in items for p, *_ in items[s]})
         reader = _ModelNetH5Reader

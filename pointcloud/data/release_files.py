@@ -4,8 +4,9 @@ found under a config's `data.dir`, and the one-time conversion of every split in
 memory-mapped `.npy` arrays.
 
 Each loader finds the files under `root` (a config's `data.dir`: the dataset folder itself or
-the folder holding it), resamples every shape to a fixed number of points and returns
-random-access sources (`len`, `source[i] -> example dict`) per split with a description. With
+the folder holding it; empty: the data root, where `attnbench-data fetch` puts the releases),
+resamples every shape to a fixed number of points and returns random-access sources (`len`,
+`source[i] -> example dict`) per split with a description. With
 `cache=True` (the default) the first call converts every shape once into `.npy` arrays under
 `<cache_dir or root>/pointcloud/<name>-<hash>/` (`attnbench.data.cache.build_once`, keyed by
 the folder, the files' sizes and modification times and the options) and later calls
@@ -14,7 +15,9 @@ indexed); with `cache=False` every access reads and resamples the text / HDF5 fi
 (`FileSource`).
 
 Text errors name the file and the line (a wrong number of fields, a field that is not a
-number, a non-finite value, a part id outside its category's range).
+number, a non-finite value, a part id outside its category's range). A release not found, or a
+file of it missing, is a one-line `DataError` naming what is missing, where the reader looked
+and the `attnbench-data fetch` command (`fetch_command`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import numpy as np
 from attnbench import errors, tasks
 from attnbench.data import cache
 
-__all__ = ["FileSource"]
+__all__ = ["FileSource", "fetch_command"]
 
 SPLIT_CODES = {"train": 0, "val": 1, "test": 2}
 _CACHE_VERSION = 1  # bump when the cached arrays of a given spec change
@@ -100,9 +103,11 @@ def _read_table(path: pathlib.Path, *, delimiter: str | None, columns: int, what
     return table
 
 
-def _read_lines(path: pathlib.Path, what: str) -> list[str]:
+def _read_lines(path: pathlib.Path, what: str, fix: str = "") -> list[str]:
+    """The non-empty lines of a text file, stripped; a missing file is a `DataError` naming it
+    and saying what to do (`fix`)."""
     if not path.is_file():
-        raise errors.DataError(f"{path}: file not found ({what})")
+        raise errors.DataError(f"{path}: file not found ({what})" + (f"; {fix}" if fix else ""))
     try:
         lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
     except (OSError, UnicodeDecodeError) as e:
@@ -146,12 +151,34 @@ def _find_folder(root: pathlib.Path, folders: Sequence[str], marker: str) -> pat
     return None
 
 
-def _not_found(what: str, root: pathlib.Path, folders: Sequence[str], marker: str,
-               layout: str, url: str) -> errors.DataError:  # fmt: skip
+def fetch_command(name: str, root: pathlib.Path) -> str:
+    """The `attnbench-data fetch` command that puts catalog dataset `name` where a reader
+    looking under `root` finds it: plain for the default data root (`config.data.dir` empty),
+    with `--dir root` otherwise."""
+    command = f"attnbench-data fetch {name}"
+    return command if root == _resolve_root("") else f"{command} --dir {root}"
+
+
+def _not_found(what: str, root: pathlib.Path, folders: Sequence[str], marker: str, layout: str,
+               url: str, name: str, folder: str) -> errors.DataError:  # fmt: skip
+    """The one-line error for a release not found under `root`: what is missing, the folders
+    looked in, the fetch command of catalog entry `name` (which arranges it in `root/folder`),
+    `config.data.dir` and the stand-in."""
     looked = ", ".join(str(root / f) if f else str(root) for f in folders)
     return errors.DataError(
-        f"{what} not found: no {marker} in {looked}. Expected layout: {layout}. Download "
-        f"{url}, unzip it and set config.data.dir to the unzipped folder (or its parent)"
+        f"{what} not found: no {marker} in {looked}; fetch it with `{fetch_command(name, root)}` "
+        f"(from {url}, into {root / folder}), or set config.data.dir to the folder "
+        f"holding it (or its parent), laid out as {layout}; or set config.data.source='standin' "
+        "for the offline stand-in"
+    )
+
+
+def _incomplete(folder: pathlib.Path, name: str, root: pathlib.Path, fetched: str) -> str:
+    """What to do about a file missing from the release found in `folder` (a clause of a
+    one-line error): catalog entry `name` fetched under `root` lands in `root/fetched`."""
+    return (
+        f"the release in {folder} is incomplete: replace it with a complete copy "
+        f"(`{fetch_command(name, root)}` fetches one into {root / fetched})"
     )
 
 

@@ -5,7 +5,10 @@
 `load_shapenetpart` finds the files under `root`, resamples every shape to a fixed number of
 points and returns random-access sources per split with a description, converted once into
 cached `.npy` arrays by default (`pointcloud.data.release_files`, which holds the plumbing shared
-with `pointcloud.data.modelnet40`).
+with `pointcloud.data.modelnet40`). `attnbench-data fetch shapenetpart` puts the release in the
+data root (`SHAPENET_CATALOG`), where `load_shapenetpart` finds it with an empty
+`config.data.dir`; a release not found, or a file it lists missing, is an error naming that
+command.
 
 Layout, as the loader the papers follow reads it (facts from its code, restated):
 
@@ -61,6 +64,7 @@ from pointcloud.data.release_files import (
     _cached,
     _files_digest,
     _find_folder,
+    _incomplete,
     _not_found,
     _read_lines,
     _read_table,
@@ -69,6 +73,7 @@ from pointcloud.data.release_files import (
 
 __all__ = [
     "SHAPENET_URL",
+    "SHAPENET_CATALOG",
     "SHAPENET_CATEGORIES",
     "SHAPENET_SYNSETS",
     "SHAPENET_PARTS_PER_CATEGORY",
@@ -84,6 +89,9 @@ SHAPENET_URL = (
     "shapenetcore_partanno_segmentation_benchmark_v0_normal.zip"
 )
 SHAPENET_FOLDERS = ("", "shapenetcore_partanno_segmentation_benchmark_v0_normal")
+# `attnbench-data`'s name for the release and the folder it fetches it into under the data root
+# (pointcloud/data/sources.py; tests/pointcloud/data/test_fetch_shapenetpart.py checks they agree).
+SHAPENET_CATALOG = ("shapenetpart", "shapenetcore_partanno_segmentation_benchmark_v0_normal")
 SHAPENET_SYNSETS = {
     "Airplane": "02691156",
     "Bag": "02773838",
@@ -199,10 +207,12 @@ def _shapenet_categories(path: pathlib.Path) -> dict[str, str]:
     return out
 
 
-def _shapenet_items(folder: pathlib.Path, split: str, synsets: dict[str, str]):
+def _shapenet_items(folder: pathlib.Path, split: str, synsets: dict[str, str], fix: str):
+    """A split's `(path, category)` items, in yanx27's order, each listed file checked to
+    exist (not read); `fix` says what to do about a missing file."""
     path = folder / "train_test_split" / f"shuffled_{split}_file_list.json"
     if not path.is_file():
-        raise errors.DataError(f"{path}: file not found (ShapeNetPart {split} split)")
+        raise errors.DataError(f"{path}: file not found (ShapeNetPart {split} split); {fix}")
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
@@ -220,7 +230,7 @@ def _shapenet_items(folder: pathlib.Path, split: str, synsets: dict[str, str]):
         cat = SHAPENET_CATEGORIES.index(synsets[parts[1]])
         file = folder / parts[1] / f"{parts[2]}.txt"
         if not file.is_file():
-            raise errors.DataError(f"{path}: entry {k} {entry!r}: {file} not found")
+            raise errors.DataError(f"{path}: entry {k} {entry!r}: {file} not found; {fix}")
         items.append((cat, parts[2], file))
     if not items:
         raise errors.DataError(f"{path}: lists no shapes")
@@ -240,7 +250,10 @@ def load_shapenetpart(
     """ShapeNetPart `{"train", "val", "test"}` sources of `{"points": float32 [num_points, 6],
     "part": int32 [num_points] (global id), "category": int32, "point_mask": float32
     [num_points]}` and a description (`parts_per_category`: `SHAPENET_PARTS_PER_CATEGORY`);
-    `cache`, `cache_dir` and `workers` as in `load_modelnet`."""
+    `root` (the release folder or its parent; empty: the data root, where `attnbench-data fetch
+    shapenetpart` puts it), `cache`, `cache_dir` and `workers` as in `load_modelnet`. With
+    `cache=False` nothing but the category map and the split lists is read until a shape is
+    indexed (each listed file is checked to exist), so the sizes are cheap to count."""
     num_points = int(num_points)
     if num_points < 1:
         raise errors.ConfigError(f"config.data.num_points={num_points}: must be >= 1")
@@ -250,11 +263,13 @@ def load_shapenetpart(
     if folder is None:
         raise _not_found(
             "ShapeNetPart (shapenetcore_partanno_segmentation_benchmark_v0_normal)", base,
-            SHAPENET_FOLDERS, marker, _SHAPENET_LAYOUT, SHAPENET_URL,
+            SHAPENET_FOLDERS, marker, _SHAPENET_LAYOUT, SHAPENET_URL, *SHAPENET_CATALOG,
         )  # fmt: skip
+    fetch_name, fetched = SHAPENET_CATALOG
+    fix = _incomplete(folder, fetch_name, base, fetched)
     synsets = _shapenet_categories(folder / marker)
     splits_ = ("train", "val", "test")
-    items = {s: _shapenet_items(folder, s, synsets) for s in splits_}
+    items = {s: _shapenet_items(folder, s, synsets, fix) for s in splits_}
 
     sources = {
         s: FileSource(

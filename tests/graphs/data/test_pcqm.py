@@ -289,8 +289,41 @@ def test_pcqm_v1_legacy_split_file_and_max_train(tmp_path):
     assert "first 2" in data.description["splits_used"]
 
 
+def test_pcqm_not_found_names_the_fetch_command_and_the_folders(tmp_path, monkeypatch):
+    """Files not found under the data root (config.data.dir empty): one line naming the file,
+    every folder looked in (the data root's own path, not "/"), `attnbench-data fetch
+    pcqm4mv2` and where it puts the release (the catalog's folder), config.data.dir and the
+    stand-in; PCQM4M (v1), which the catalog does not hold, says so and names its download."""
+    pytest.importorskip("rdkit")
+    from attnbench.data import catalog
+
+    assert pcqm.PCQM_CATALOG == ("pcqm4mv2", catalog.get("pcqm4mv2").folder)
+    root = (tmp_path / "root").resolve()
+    monkeypatch.setenv("ATTNBENCH_DATA", str(root))
+    with pytest.raises(errors.DataError) as e:
+        pcqm.load_pcqm("")
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"PCQM4Mv2: no raw/data.csv.gz in {root}, {root}/pcqm4m-v2, ")
+    url = pcqm.PCQM_URLS["v2"]
+    assert f"`attnbench-data fetch pcqm4mv2` (from {url}, into {root}/pcqm4m-v2)" in msg
+    assert "or set config.data.dir to the folder holding it" in msg
+    assert "config.data.source='standin'" in msg
+    assert "into /" not in msg.replace(str(root), "<root>")  # no folder but the data root's
+    write_pcqm(root / "pcqm4m-v2")
+    (root / "pcqm4m-v2" / "split_dict.pt").unlink()
+    with pytest.raises(errors.DataError, match=r"^PCQM4Mv2: no split_dict.pt in .*`attnbench-da"):
+        pcqm.load_pcqm("")
+    with pytest.raises(errors.DataError) as e:
+        pcqm.load_pcqm(tmp_path / "v1", version="v1")
+    assert f"download {pcqm.PCQM_URLS['v1']} and unzip it into {tmp_path.resolve()}/v1" in str(
+        e.value
+    )
+    assert "attnbench-data does not fetch PCQM4M" in str(e.value)
+
+
 def test_pcqm_errors(tmp_path):
-    with pytest.raises(errors.DataError, match=r"no raw/data.csv.gz under .*pcqm4m-v2.zip"):
+    with pytest.raises(errors.DataError, match=r"no raw/data.csv.gz in .*pcqm4m-v2.zip"):
         pcqm.load_pcqm(tmp_path)
     with pytest.raises(errors.ConfigError, match="version='v3'"):
         pcqm.load_pcqm(tmp_path, version="v3")

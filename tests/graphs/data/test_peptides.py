@@ -458,6 +458,38 @@ def test_peptides_struct_standardisation(tmp_path, struct_file):
     np.testing.assert_allclose(again, np.array(STANDARD).T, atol=2e-6)
 
 
+def test_peptides_not_found_names_the_fetch_command_and_the_folders(tmp_path, monkeypatch):
+    """Files not found under the data root (config.data.dir empty): one line naming the missing
+    file, every folder looked in (the data root's own path, not "/"), `attnbench-data fetch
+    peptides` and where it puts the files (the catalog's folder), config.data.dir and the
+    stand-in; the split pickle missing beside a csv names the pickle."""
+    pytest.importorskip("rdkit")
+    from attnbench.data import catalog
+
+    assert peptides.PEPTIDES_CATALOG == ("peptides", catalog.get("peptides").folder)
+    root = (tmp_path / "root").resolve()
+    monkeypatch.setenv("ATTNBENCH_DATA", str(root))
+    for kind, name in (
+        ("func", "peptide_multi_class_dataset.csv.gz"),
+        ("struct", "peptide_structure_normalized_dataset.csv.gz"),
+    ):
+        with pytest.raises(errors.DataError) as e:
+            peptides.load_peptides("", kind)
+        msg = str(e.value)
+        assert "\n" not in msg and msg.startswith(f"Peptides-{kind}: no {name} in {root}, ")
+        url = peptides.PEPTIDES_URLS[name]
+        assert f"`attnbench-data fetch peptides` (from {url}, into {root}/peptides)" in msg
+        assert "or set config.data.dir to the folder holding it" in msg
+        assert "config.data.source='standin'" in msg
+        assert "into /" not in msg.replace(str(root), "<root>")  # no folder but the data root's
+    folder = write_peptides(root, "func")  # the csv in <root>/peptides-functional/raw
+    (folder / "splits_random_stratified_peptide.pickle").unlink()
+    with pytest.raises(errors.DataError) as e:
+        peptides.load_peptides("", "func")
+    assert "no splits_random_stratified_peptide.pickle in " in str(e.value)
+    assert "`attnbench-data fetch peptides`" in str(e.value)
+
+
 def test_peptides_errors(tmp_path):
     with pytest.raises(errors.DataError, match=r"no peptide_multi_class_dataset.csv.gz .*dropbox"):
         peptides.load_peptides(tmp_path, kind="func")

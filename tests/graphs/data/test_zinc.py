@@ -267,7 +267,11 @@ def test_zinc_errors(tmp_path):
     with pytest.raises(errors.DataError, match=r"no train.pickle in .*molecules.zip"):
         zinc.load_zinc(tmp_path / "empty")
     write_zinc(tmp_path / "molecules", index=False)
-    with pytest.raises(errors.DataError, match=r"missing .*train.index.*benchmarking-gnns"):
+    with pytest.raises(
+        errors.DataError,
+        match=r"missing .*train.index.*benchmarking-gnns.* into \S+/molecules, or fetch the whole "
+        r"release with `attnbench-data fetch zinc --dir ",
+    ):
         zinc.load_zinc(tmp_path)
     (tmp_path / "molecules" / "train.index").write_text("0,9\n")
     (tmp_path / "molecules" / "val.index").write_text("0\n")
@@ -278,6 +282,29 @@ def test_zinc_errors(tmp_path):
     with pytest.raises(errors.DataError, match=r"train.pickle: (corrupt|truncated)"):
         zinc.load_zinc(tmp_path)
     assert not list((tmp_path / "graphs").glob("zinc-*"))  # no failed build left behind
+
+
+def test_zinc_not_found_names_the_fetch_command_and_the_folders(tmp_path, monkeypatch):
+    """Files not found under the data root (config.data.dir empty): one line naming the file,
+    every folder looked in (the data root's own path, not "/"), `attnbench-data fetch zinc` and
+    where it puts the release (the catalog's folder), config.data.dir and the stand-in; under a
+    folder the config names, the command fetches there (`--dir`)."""
+    from attnbench.data import catalog
+
+    assert zinc.ZINC_CATALOG == ("zinc", catalog.get("zinc").folder)
+    root = (tmp_path / "root").resolve()
+    monkeypatch.setenv("ATTNBENCH_DATA", str(root))
+    with pytest.raises(errors.DataError) as e:
+        zinc.load_zinc("")
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"ZINC: no train.pickle in {root}, {root}/molecules,")
+    assert f"`attnbench-data fetch zinc` (from {zinc.ZINC_URL}, into {root}/molecules)" in msg
+    assert "or set config.data.dir to the folder holding it" in msg
+    assert "config.data.source='standin'" in msg
+    assert "into /" not in msg.replace(str(root), "<root>")  # no folder but the data root's
+    with pytest.raises(errors.DataError) as e:
+        zinc.load_zinc(tmp_path / "mine")
+    assert f"`attnbench-data fetch zinc --dir {tmp_path.resolve()}/mine`" in str(e.value)
 
 
 # Issue 32: no bad input read silently (ids outside the vocabulary, non-finite targets, index

@@ -1,7 +1,7 @@
 """pointcloud.data.modelnet40 on tiny files written here in each official ModelNet layout
 (ModelNet40 text with normals, ModelNet10, PointNet's HDF5): values, labels, splits, resampling,
-caching (in worker processes too), and one clear error for a missing folder, a corrupt line, a
-bad label or a missing h5py."""
+caching (in worker processes too), and one clear error for a missing folder or file (naming
+`attnbench-data fetch`), a corrupt line, a bad label or a missing h5py."""
 
 import pickle
 import sys
@@ -82,6 +82,51 @@ def test_modelnet_missing_folder_names_it(tmp_path):
     msg = str(e.value)
     assert str(where) in msg and "modelnet40_normal_resampled.zip" in msg
     assert "modelnet40_shape_names.txt" in msg
+    assert f"`attnbench-data fetch modelnet40 --dir {where.resolve()}`" in msg
+
+
+@pytest.mark.parametrize(
+    "layout, marker, name",
+    [
+        ("normal_resampled", "modelnet40_shape_names.txt", "modelnet40"),
+        ("hdf5", "shape_names.txt", "modelnet40_hdf5"),
+    ],
+)
+def test_modelnet_not_found_in_the_data_root_names_the_fetch_command(
+    tmp_path, monkeypatch, layout, marker, name
+):
+    """config.data.dir empty: one line naming the marker file, the data root's own folders
+    (not "/"), `attnbench-data fetch NAME` and where it puts the release (the catalog's
+    folder), config.data.dir and the stand-in."""
+    from attnbench.data import catalog
+
+    assert modelnet40.MODELNET_CATALOG[layout] == (name, catalog.get(name).folder)
+    root = (tmp_path / "root").resolve()
+    monkeypatch.setenv("ATTNBENCH_DATA", str(root))
+    with pytest.raises(errors.DataError) as e:
+        modelnet40.load_modelnet("", layout=layout)
+    msg = str(e.value)
+    release = root / catalog.get(name).folder
+    assert "\n" not in msg and f"no {marker} in {root}, {release}" in msg
+    url = modelnet40.MODELNET40_URLS[layout]
+    assert f"`attnbench-data fetch {name}` (from {url}, into {release})" in msg
+    assert "or set config.data.dir to the folder holding it" in msg
+    assert "config.data.source='standin'" in msg
+    assert "into /" not in msg.replace(str(root), "<root>")  # no folder but the data root's
+
+
+def test_modelnet_incomplete_release_names_the_fetch_command(modelnet, tmp_path):
+    (modelnet / "modelnet40_test.txt").unlink()
+    with pytest.raises(errors.DataError) as e:
+        modelnet40.load_modelnet(tmp_path, cache=False)
+    msg = str(e.value)
+    assert "\n" not in msg and "modelnet40_test.txt: file not found (ModelNet test list)" in msg
+    assert f"the release in {modelnet.resolve()} is incomplete" in msg
+    assert f"`attnbench-data fetch modelnet40 --dir {tmp_path.resolve()}`" in msg
+    (modelnet / "modelnet40_test.txt").write_text("night_stand_0003\n")
+    (modelnet / "night_stand" / "night_stand_0003.txt").unlink()
+    with pytest.raises(errors.DataError, match=r"modelnet40_test\.txt:1: .* not found; the rel"):
+        modelnet40.load_modelnet(tmp_path, cache=False)
 
 
 def test_modelnet_corrupt_line_names_file_and_line(modelnet, tmp_path):

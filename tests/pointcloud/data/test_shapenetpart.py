@@ -1,6 +1,7 @@
 """pointcloud.data.shapenetpart on tiny files written here in the official ShapeNetPart layout
 (text + split JSONs): the part ranges, values, categories, splits, subsampling, padding, caching,
-and one clear error for a missing folder, a bad part id or a missing file."""
+and one clear error for a missing folder, a bad part id or a missing file (naming `attnbench-data
+fetch shapenetpart`)."""
 
 import numpy as np
 import pytest
@@ -68,7 +69,11 @@ def test_shapenet_bad_part_and_missing_file(tmp_path):
     with pytest.raises(errors.DataError, match=r"a1\.txt:2: part id 36 is not one of \[0, 1"):
         shapenetpart.load_shapenetpart(tmp_path, num_points=4, cache_dir=tmp_path / "c")
     (folder / SYNSET["Mug"] / "m2.txt").unlink()
-    with pytest.raises(errors.DataError, match=r"shuffled_val_file_list\.json: entry 0"):
+    with pytest.raises(
+        errors.DataError,
+        match=r"shuffled_val_file_list\.json: entry 0 .*m2\.txt not found; the release in .* is "
+        r"incomplete: .*`attnbench-data fetch shapenetpart --dir ",
+    ):
         shapenetpart.load_shapenetpart(tmp_path, cache=False)
 
 
@@ -77,3 +82,32 @@ def test_shapenet_missing_folder_names_it(tmp_path):
         shapenetpart.load_shapenetpart(tmp_path)
     assert str(tmp_path) in str(e.value) and "synsetoffset2category.txt" in str(e.value)
     assert "shapenetcore_partanno_segmentation_benchmark_v0_normal.zip" in str(e.value)
+    assert f"`attnbench-data fetch shapenetpart --dir {tmp_path.resolve()}`" in str(e.value)
+
+
+def test_shapenet_not_found_in_the_data_root_names_the_fetch_command(tmp_path, monkeypatch):
+    """config.data.dir empty: one line naming the marker file, the data root's own folders
+    (not "/"), `attnbench-data fetch shapenetpart` and where it puts the release,
+    config.data.dir and the stand-in; a file the split lists name, missing, names the command
+    too."""
+    root = (tmp_path / "root").resolve()
+    monkeypatch.setenv("ATTNBENCH_DATA", str(root))
+    release = root / "shapenetcore_partanno_segmentation_benchmark_v0_normal"
+    with pytest.raises(errors.DataError) as e:
+        shapenetpart.load_shapenetpart("")
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert f"no synsetoffset2category.txt in {root}, {release};" in msg
+    url = shapenetpart.SHAPENET_URL
+    assert f"`attnbench-data fetch shapenetpart` (from {url}, into {release})" in msg
+    assert "or set config.data.dir to the folder holding it" in msg
+    assert "config.data.source='standin'" in msg
+    assert "into /" not in msg.replace(str(root), "<root>")  # no folder but the data root's
+    write_shapenet(root, SHAPENET_FILES, SHAPENET_SPLITS)
+    (release / "train_test_split" / "shuffled_test_file_list.json").unlink()
+    with pytest.raises(errors.DataError) as e:
+        shapenetpart.load_shapenetpart("", cache=False)
+    msg = str(e.value)
+    assert "\n" not in msg and "shuffled_test_file_list.json: file not found" in msg
+    assert f"the release in {release} is incomplete" in msg
+    assert f"(`attnbench-data fetch shapenetpart` fetches one into {release})" in msg
