@@ -2,14 +2,15 @@
 Table 2); the `cpu` and `smoke` presets train on the offline Fashion-MNIST pixel sequences.
 
 Run:
-    python -m scripts.train --config configs/language/cifar10.py:ssa=S16-L4,ft=1 \
-        --config.data.source=official --config.data.dir=/data/cifar-10-batches-py --workdir runs/c10
+    attnbench-data fetch cifar10     # into the data root, where source=official reads it
+    python -m scripts.train --config configs/language/cifar10.py:ssa=S16-L4,ft=1,source=official \
+        --workdir runs/c10           # or --config.data.dir=/data/cifar-10-batches-py
     python -m scripts.train --config configs/language/cifar10.py:preset=cpu,ssa=S16-L4 ...
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke      scaling of the recipe (default paper)
     source=standin|official     Fashion-MNIST offline (default; 28 x 28 x 1 = 784 tokens per
-                                image) or the CIFAR-10 pickles under `--config.data.dir`
+                                image) or the CIFAR-10 pickles (`attnbench-data fetch cifar10`)
                                 (32 x 32 x 3 = 3,072 sub-pixel tokens)
     ssa=S16-L4                  SSA in all 16 layers (scaled presets: all layers) with 4
                                 vertical windows (bands) of 8 image rows (Fashion-MNIST: 7)

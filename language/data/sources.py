@@ -83,6 +83,12 @@ def _hf_wikitext(config: str) -> catalog.HFSource:
     )
 
 
+_WIKITEXT_LAYOUT = (
+    "wiki.train.tokens, wiki.valid.tokens, wiki.test.tokens: UTF-8 text, one paragraph or "
+    "` = heading = ` per line with blank lines between, already tokenised (tokens separated by "
+    "spaces, rare words as <unk>)"
+)
+
 # Merity et al. 2016 (arXiv 1609.07843), Table 1: tokens per split; WikiText-2 and WikiText-103
 # share their validation and test articles.
 _WIKITEXT_EVAL = {"val": 217_646, "test": 245_569}
@@ -107,6 +113,7 @@ catalog.register(
         folder="wikitext-103",
         configs=("language/wikitext103.py:preset=paper,source=official",),
         splits={"train": 103_227_021, **_WIKITEXT_EVAL},
+        layout=_WIKITEXT_LAYOUT,
         arrange=catalog.untar_into("wikitext-103"),  # wikitext-103/wiki.{train,valid,test}.tokens
         unit="tokens",
         count=_count_words("wiki.{split}.tokens", ("wikitext-103",), "wikitext-103"),
@@ -136,6 +143,7 @@ catalog.register(
             "language/gpt2.py:dataset=wikitext-2,source=official",
         ),
         splits={"train": 2_088_628, **_WIKITEXT_EVAL},
+        layout=_WIKITEXT_LAYOUT,
         arrange=catalog.untar_into("wikitext-2"),  # wikitext-2/wiki.{train,valid,test}.tokens
         unit="tokens",
         count=_count_words("wiki.{split}.tokens", ("wikitext-2",), "wikitext-2"),
@@ -197,6 +205,8 @@ catalog.register(
         # Mikolov's ptb.*.txt: 887,521 / 70,390 / 78,669 words (Merity et al. 2016, Table 1)
         # plus one </s> for each of the 42,068 / 3,370 / 3,761 lines
         splits={"train": 929_589, "val": 73_760, "test": 82_430},
+        layout="ptb.train.txt, ptb.valid.txt, ptb.test.txt: one sentence per line, lower case, "
+        "numbers as N, rare words as <unk> (10,000 word types)",
         arrange=_arrange_ptb,
         unit="tokens",
         count=_count_words("ptb.{split}.txt", ("data", "ptb"), "Penn Treebank"),
@@ -241,6 +251,8 @@ catalog.register(
         # they agree): the first 90M train, the next 5M val, the last 5M test.
         splits={"train": 90_000_000, "val": 5_000_000, "test": 5_000_000},
         unit="bytes",
+        layout="enwik8: the 100,000,000 bytes of the Hutter Prize file (XML of Wikipedia "
+        "pages), read as bytes",
         arrange=_arrange_enwik8,
         count=_count_enwik8,
     )
