@@ -20,7 +20,7 @@ EXTRAS = {
     "rdkit": ("molecules", "RDKit"),
     "h5py": ("pointcloud", "h5py"),
     "tensorflow_datasets": ("tfds", "tensorflow-datasets"),
-    "tensorflow": ("tfds", "tensorflow"),
+    "tensorflow": ("tfds-prepare", "tensorflow"),
     "datasets": ("hf", "datasets"),
 }
 

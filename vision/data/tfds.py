@@ -24,12 +24,13 @@ ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar put by hand in the manual fo
 (`DIR/downloads/manual/` by default; TFDS's manual download instructions); places365_small and
 i_naturalist2021 download their releases themselves.
 
-What it needs: `tensorflow-datasets`, which installs `array_record` on Linux. Reading prepared
-ArrayRecord files does not import TensorFlow (TFDS's guide "TFDS for Jax and PyTorch",
-docs/tfless_tfds.ipynb: "TensorFlow is no longer a dependency to read datasets"); preparing a
-dataset still does (the same guide). `tfds.data_source` runs with `download=True`, its default:
-a dataset not yet prepared in `config.data.dir` is downloaded and prepared when the config loads
-it, which needs TensorFlow (and, for imagenet2012, the manual files).
+What it needs: `tensorflow-datasets`, which installs `array_record` on Linux (the `tfds`
+extra). Reading prepared ArrayRecord files does not import TensorFlow (TFDS's guide "TFDS for Jax
+and PyTorch", docs/tfless_tfds.ipynb: "TensorFlow is no longer a dependency to read datasets");
+preparing a dataset still does (the same guide): the `tfds-prepare` extra adds it. A run never
+prepares a dataset itself (a download of up to hundreds of GB, started by loading a config):
+one not prepared as ArrayRecord in `config.data.dir` is a `DataError` naming the `tfds build`
+command.
 
 Labels are TFDS's (its label files), which need not be the order of the class folders the
 official source reads (`vision.data.folders`).
@@ -48,12 +49,20 @@ def _read_tfds(d) -> dict:
     if not d.tfds_name:
         raise errors.ConfigError("config.data.source='tfds' needs config.data.tfds_name")
     out = {}
-    builder = tfds.builder(d.tfds_name, data_dir=d.dir or None)
+    builder = tfds.builder(d.tfds_name, data_dir=d.dir or None, file_format="array_record")
+    if not builder.is_prepared():
+        where = f" --data_dir {d.dir}" if d.dir else ""
+        raise errors.DataError(
+            f"TFDS {d.tfds_name} is not prepared as ArrayRecord in {builder.data_dir}: prepare it "
+            f"with `tfds build {d.tfds_name} --file_format=array_record{where}` (needs "
+            "TensorFlow: pip install 'attnbench[tfds-prepare]'), or use "
+            "config.data.source='official' (attnbench-data fetch)"
+        )
     # The evaluation split these papers report: "test" where the release has one (CIFAR),
     # else "validation" (ImageNet, Places365, iNaturalist).
     test = "test" if "test" in builder.info.splits else "validation"
     for split, name in (("train", "train"), ("test", test)):
-        source = tfds.data_source(d.tfds_name, split=name, data_dir=d.dir or None)
+        source = tfds.data_source(d.tfds_name, split=name, data_dir=d.dir or None, download=False)
         out[split] = Mapped(source, _from_tfds)
     return out
 
