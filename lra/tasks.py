@@ -9,12 +9,11 @@ stand-in's `standin_test_fraction`; the Retrieval stand-in's `val_fraction` and
 from __future__ import annotations
 
 import math
-import pathlib
 
 import numpy as np
 
 from attnbench import errors, tasks
-from attnbench.data import cache
+from attnbench.data import cache, catalog
 from lra import models
 from lra.data import image, listops, pathfinder, retrieval, text
 
@@ -78,14 +77,13 @@ class ListOps(tasks.ClassificationTask):
                 "generator": {"seed": d.seed, **params, **sizes},
             }
         elif d.source == "official":
-            if not d.dir:
-                raise listops.ListOpsDataError(
-                    "config.data.source='official' needs config.data.dir: the directory "
-                    f"holding {', '.join(listops.SPLIT_FILES.values())} (LRA release, "
-                    "listops-1000/)"
-                )
-            directory = pathlib.Path(d.dir).expanduser()
-            description = {"dir": str(directory)}
+            directory = listops.official_dir(d.dir)  # the fetched release when d.dir is ""
+            # relative to the data root when fetched: no machine-specific paths in summaries
+            description = (
+                {"dir": str(directory)}
+                if d.dir
+                else {"fetched": f"listops (<data root>/{catalog.get('listops').folder})"}
+            )
         else:
             raise errors.ConfigError(
                 f"config.data.source={d.source!r}: ListOps knows 'generated' and 'official'"

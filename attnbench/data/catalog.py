@@ -9,12 +9,14 @@ reads the folder with the project's own reader, so `verify` checks the reader's 
 not only its files.
 
 Each domain registers the datasets its readers read, in `<domain>/data/sources.py` (vision:
-CIFAR-10, CIFAR-100, ImageNet; pointcloud: ModelNet40; graphs: ZINC, Peptides, PCQM4Mv2;
-language: WikiText-103, WikiText-2, PTB, enwik8), imported when a name is first looked up or
-listed; `untar_into` and `listed` are the helpers they share.
+CIFAR-10, CIFAR-100, Tiny-ImageNet, ImageNet, Places365, iNaturalist; pointcloud: ModelNet40,
+ShapeNetPart; graphs: ZINC, Peptides, PCQM4Mv2;
+language: WikiText-103, WikiText-2, PTB, enwik8; lra: ListOps, AAN, Pathfinder32, Path-X,
+IMDB), imported when a name is first looked up or listed; `untar_into` and `listed` are the
+helpers they share.
 
 Entries with `arrange=None` are listed (source, licence, folder, the configs that read them)
-but not yet fetched by a script: `attnbench-data fetch NAME` prints the steps instead. Datasets
+but not fetched by a script: `attnbench-data fetch NAME` prints the steps instead. Datasets
 that need a registration or a licence agreement (ImageNet-1k, Places365, iNaturalist) stay that
 way by design.
 """
@@ -111,7 +113,7 @@ class HFSource:
 
 # Each domain registers the datasets its readers read (`<domain>/data/sources.py`), imported
 # the first time a name is looked up or listed.
-DOMAINS = ("vision", "pointcloud", "graphs", "language")
+DOMAINS = ("vision", "pointcloud", "graphs", "language", "lra")
 
 
 def _import_sources(name: str | None = None) -> None:

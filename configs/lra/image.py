@@ -2,8 +2,10 @@
 
 Run:
     python -m scripts.train --config configs/lra/image.py:preset=cpu --workdir runs/image-cpu
+    attnbench-data fetch cifar10          # CIFAR-10 into the data root, where the config looks
     python -m scripts.train --config configs/lra/image.py:model=sliceformer \
-        --config.data.dir=/path/to/cifar-10-batches-py --workdir runs/image-sliceformer
+        --workdir runs/image-sliceformer
+    # or a copy of your own: --config.data.dir=/path/to/cifar-10-batches-py
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
@@ -12,8 +14,9 @@ Config argument (comma-separated `key=value`):
     k=128, mode=hard|soft     SAMSA's sampled tokens per head and sampler (model=samsa)
 
 Data (`config.data.source`): `official` reads the CIFAR-10 python batches from
-`config.data.dir`; `standin` reads Fashion-MNIST (Debian `dataset-fashion-mnist`) padded to
-32x32, labelled as a stand-in in every summary. Pixel 0 is NOT padding in any recipe here
+`config.data.dir`, or when it is empty from where `attnbench-data fetch cifar10` puts them;
+`standin` reads Fashion-MNIST (Debian `dataset-fashion-mnist`) padded to 32x32, labelled as a
+stand-in in every summary. Pixel 0 is NOT padding in any recipe here
 (`config.data.zero_is_padding=True` restores LRA's `inputs > 0` mask quirk).
 """
 

@@ -2,6 +2,10 @@
 
 Run (the README's demo):
     python -m scripts.train --config configs/lra/listops.py:preset=cpu --workdir runs/listops
+On the LRA release's files (the default is our seeded generator):
+    attnbench-data fetch listops          # listops-1000/ into the data root, where it is read
+    python -m scripts.train --config configs/lra/listops.py --config.data.source=official \
+        --config.data.max_length=2000 --workdir runs/listops-official
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke   scaling of the recipe (default paper)
@@ -91,7 +95,7 @@ def _data():
 
     d = ConfigDict()
     d.source = "generated"  # generated (our seeded LRA generator) | official (LRA release TSVs)
-    d.dir = ""  # official: folder with basic_{train,val,test}.tsv; generated: cache root
+    d.dir = ""  # official: basic_*.tsv ("" = fetched by attnbench-data); generated: cache root
     d.seed = 0  # generator seed
     d.num_train = 96_000  # LRA generator --num_train_samples
     d.num_val = 2_000  # LRA --num_valid_samples

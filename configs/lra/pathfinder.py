@@ -5,6 +5,9 @@ Run:
     python -m scripts.train --config configs/lra/pathfinder.py:preset=cpu --workdir runs/path-cpu
     python -m scripts.train --config configs/lra/pathfinder.py:model=samsa,k=256 \
         --workdir runs/path-samsa          # generated data at the paper's size (200k images)
+    attnbench-data fetch pathfinder32     # the LRA release's pathfinder32/ into the data root
+    python -m scripts.train --config configs/lra/pathfinder.py \
+        --config.data.source=official --workdir runs/path-official
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
@@ -16,8 +19,9 @@ Config argument (comma-separated `key=value`):
 
 Data (`config.data.source`): `generated` (our generator, written from the published
 description with LRA's parameters; difficulty `hard` = contour length 14, the LRA setting)
-or `official` (the release's metadata + PNGs under `config.data.dir`). Pixel 0 is NOT padding
-here (`config.data.zero_is_padding=True` restores LRA's `inputs > 0` mask quirk).
+or `official` (the release's metadata + PNGs under `config.data.dir`, or when it is empty where
+`attnbench-data fetch pathfinder32`, or `pathfinder128` for Path-X, puts them). Pixel 0 is NOT
+padding here (`config.data.zero_is_padding=True` restores LRA's `inputs > 0` mask quirk).
 """
 
 from __future__ import annotations

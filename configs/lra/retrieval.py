@@ -3,8 +3,9 @@ Two byte-level documents per example, a weight-shared encoder, LRA's NLI-style c
 
 Run:
     python -m scripts.train --config configs/lra/retrieval.py:preset=cpu --workdir runs/retr-cpu
-    python -m scripts.train --config configs/lra/retrieval.py \
-        --config.data.dir=/path/to/lra_release/tsv_data --workdir runs/retrieval
+    attnbench-data fetch aan              # the LRA release's tsv_data/ into the data root
+    python -m scripts.train --config configs/lra/retrieval.py --workdir runs/retrieval
+    # or a copy of your own: --config.data.dir=/path/to/lra_release/tsv_data
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
@@ -14,8 +15,9 @@ Config argument (comma-separated `key=value`):
     length=N                  bytes per document, replacing the preset's (e.g. for `bench train`)
 
 Data (`config.data.source`): `official` reads new_aan_pairs.{train,eval,test}.tsv from
-`config.data.dir`; `standin` builds citation-like pairs from the cross-references of the Python
-documentation (Debian `python3.11-doc`), labelled as a stand-in in every summary.
+`config.data.dir`, or when it is empty from where `attnbench-data fetch aan` puts them;
+`standin` builds citation-like pairs from the cross-references of the Python documentation
+(Debian `python3.11-doc`), labelled as a stand-in in every summary.
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 Run:
     python -m scripts.train --config configs/lra/text.py:preset=cpu --workdir runs/text-cpu
+    attnbench-data fetch imdb             # aclImdb into the data root, where the config looks
     python -m scripts.train --config configs/lra/text.py:model=samsa,k=256,mode=soft \
-        --config.data.dir=/path/to/aclImdb_parent --workdir runs/text-samsa
+        --workdir runs/text-samsa
+    # or a copy of your own: --config.data.dir=/path/to/aclImdb_parent
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
@@ -12,10 +14,11 @@ Config argument (comma-separated `key=value`):
     k=128, mode=hard|soft     SAMSA's sampled tokens per head and sampler (model=samsa)
     length=N                  bytes per review, replacing the preset's (e.g. for `bench train`)
 
-Data (`config.data.source`): `official` reads the aclImdb folder from `config.data.dir`;
-`standin` builds an offline byte-level classification from the Python documentation sources
-(Debian `python3.11-doc`), labelled as a stand-in in every summary. The `paper` preset reads
-the official data, `cpu` and `smoke` the stand-in.
+Data (`config.data.source`): `official` reads the aclImdb folder from `config.data.dir`, or
+when it is empty from where `attnbench-data fetch imdb` puts it; `standin` builds an offline
+byte-level classification from the Python documentation sources (Debian `python3.11-doc`),
+labelled as a stand-in in every summary. The `paper` preset reads the official data, `cpu` and
+`smoke` the stand-in.
 """
 
 from __future__ import annotations

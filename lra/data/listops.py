@@ -33,7 +33,9 @@ Files (the official release: ``listops-1000/basic_{train,val,test}.tsv``)
 -------------------------------------------------------------------------
 UTF-8 TSV, header ``Source<TAB>Target``, then one ``source<TAB>target`` line per example.
 The official files were written by ``csv.writer`` and so end lines with ``\\r\\n``; the reader
-accepts ``\\n`` and ``\\r\\n``, the writer emits ``\\n``.
+accepts ``\\n`` and ``\\r\\n``, the writer emits ``\\n``. ``attnbench-data fetch listops`` puts
+them in ``<data root>/lra_release/listops-1000/``, where ``official_dir`` finds them when
+``config.data.dir`` is empty.
 
 Tokens
 ------
@@ -65,7 +67,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnbench.data import cache
+from attnbench.data import cache, catalog
 
 __all__ = [
     "VOCAB",
@@ -82,6 +84,7 @@ __all__ = [
     "write_tsv",
     "read_tsv",
     "tokenize",
+    "official_dir",
     "load_split",
     "ensure_generated",
 ]
@@ -619,10 +622,16 @@ def write_tsv(path: str | os.PathLike, examples: Iterable[tuple[str, int]]) -> N
     _atomic_write(path, write)
 
 
+_FETCH_HINT = (
+    "`attnbench-data fetch listops` puts the LRA release's listops-1000/ where "
+    "config.data.dir='' finds it"
+)
+
+
 def _missing_file_message(path: Path) -> str:
     return (
         f"{path}: ListOps file not found (the official LRA release names the splits "
-        f"{', '.join(SPLIT_FILES.values())}, in lra_release/listops-1000/)"
+        f"{', '.join(SPLIT_FILES.values())}, in lra_release/listops-1000/; {_FETCH_HINT})"
     )
 
 
@@ -760,6 +769,28 @@ def _load_cache(cache: Path, stat: os.stat_result, max_length: int):
         return None
 
 
+def official_dir(config_dir: str = "") -> Path:
+    """The folder of the official files a config with `source="official"` reads: `config_dir`
+    (`config.data.dir`) when set, else where `attnbench-data fetch listops` puts the release's
+    listops-1000/ (`attnbench.data.catalog.official_dir`).
+
+    Raises:
+      ListOpsDataError: `config_dir` is empty and nothing was fetched; the message names the
+        fetch command.
+    """
+    folder = catalog.where("listops")
+    if not config_dir and not folder.is_dir():
+        # catalog.official_dir's own message offers source='standin'; ListOps' is 'generated'
+        raise ListOpsDataError(
+            f"the LRA release's ListOps files are not in the data root ({folder}) and "
+            "config.data.dir is empty: fetch them with `attnbench-data fetch listops` (or "
+            "python -m scripts.data fetch listops), or set config.data.dir to the folder holding "
+            f"{', '.join(SPLIT_FILES.values())}; or set config.data.source='generated' for "
+            "generated expressions"
+        )
+    return Path(catalog.official_dir("listops", config_dir)).expanduser()
+
+
 def load_split(
     data_dir: str | os.PathLike, split: str, *, max_length: int = 2000
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -783,7 +814,7 @@ def load_split(
     if not data_dir.is_dir():
         raise ListOpsDataError(
             f"{data_dir}: ListOps data directory not found (expected it to hold "
-            f"{', '.join(SPLIT_FILES.values())})"
+            f"{', '.join(SPLIT_FILES.values())}; {_FETCH_HINT})"
         )
     tsv = data_dir / SPLIT_FILES[split]
     try:

@@ -19,7 +19,9 @@ from `lra.data.pathfinder_release` (`source="official"`: the release's metadata 
 Splits and cache
 ----------------
 generated: train / val / test are the streams 0 / 1 / 2 of `config.data.seed`, with
-num_train / num_val / num_test images. official: the release's records split [:80%],
+num_train / num_val / num_test images. official: the release folder `config.data.dir`, else
+`<data root>/lra_release/pathfinder{32,128}` where `attnbench-data fetch pathfinder32` (or
+`pathfinder128`, Path-X) puts it; the release's records split [:80%],
 [80%:90%], [90%:] (`official_splits`), each cut to its first num_* images when num_* > 0. The
 pixels are built once and cached under `cache_root` (`attnbench.data.cache.build_once`), keyed on
 the generator version, seed, sizes and parameters, or on the release folder, pattern and its
@@ -41,7 +43,7 @@ from collections.abc import Mapping
 import ml_collections
 import numpy as np
 
-from attnbench.data import cache
+from attnbench.data import cache, catalog
 from lra.data import image
 from lra.data import pathfinder_generator as generator
 from lra.data import pathfinder_release as release
@@ -72,6 +74,8 @@ CONTOUR_LENGTHS: Mapping[str, int] = types.MappingProxyType(dict(easy=6, interme
 _SPLITS = ("train", "val", "test")
 _CACHE_VERSION = 1
 _PROGRESS_SECONDS = 5.0
+# The resolutions `attnbench-data` fetches (lra/data/sources.py), by their catalog names.
+_FETCHED = {32: "pathfinder32", 128: "pathfinder128"}
 
 
 def data_config() -> ml_collections.ConfigDict:
@@ -140,6 +144,31 @@ def _check(d) -> None:
             raise ValueError(f"config.data.num_{split} must be >= 0")
 
 
+def _official_root(config_dir: str, res: int, difficulty: str) -> pathlib.Path:
+    """The release folder of resolution `res`: `config_dir`, else where `attnbench-data fetch
+    pathfinder<res>` puts it (`catalog.official_dir`; 32 and 128, what the configs read)."""
+    if res in _FETCHED:
+        folder = catalog.where(_FETCHED[res])
+        if not config_dir and not folder.is_dir():
+            # catalog.official_dir's own message offers source='standin'; here it is 'generated'
+            raise cache.DataError(
+                f"the LRA release's pathfinder{res}/ is not in the data root ({folder}) and "
+                f"config.data.dir is empty: fetch it with `attnbench-data fetch {_FETCHED[res]}` "
+                f"(or python -m scripts.data fetch {_FETCHED[res]}), or set config.data.dir to "
+                f"the folder holding {', '.join(PATTERNS.values())}; or set "
+                "config.data.source='generated' for generated images"
+            )
+        return pathlib.Path(catalog.official_dir(_FETCHED[res], config_dir)).expanduser().resolve()
+    if not config_dir:
+        raise cache.DataError(
+            "config.data.source='official' needs config.data.dir: the Pathfinder release "
+            f"folder (e.g. lra_release/pathfinder{res}) holding "
+            f"{PATTERNS[difficulty]}/metadata/*.npy and the PNGs it lists (attnbench-data "
+            f"fetches {' and '.join(_FETCHED.values())} only)"
+        )
+    return pathlib.Path(config_dir).expanduser().resolve()
+
+
 def load(
     d: ml_collections.ConfigDict, cache_root: pathlib.Path
 ) -> tuple[dict[str, dict[str, np.ndarray]], dict]:
@@ -179,19 +208,13 @@ def load(
 
         name = f"pathfinder{res}-{difficulty}-generated"
     elif d.source == "official":
-        if not d.dir:
-            raise cache.DataError(
-                "config.data.source='official' needs config.data.dir: the Pathfinder release "
-                f"folder (e.g. lra_release/pathfinder{res}) holding "
-                f"{PATTERNS[difficulty]}/metadata/*.npy and the PNGs it lists"
-            )
-        root = pathlib.Path(d.dir).expanduser().resolve()
-        base = release._pattern_dir(root, PATTERNS[difficulty])
-        metas = release._metadata_files(base)
+        root = _official_root(d.dir, res, difficulty)
+        base = release._pattern_dir(root, PATTERNS[difficulty], fetch=_FETCHED.get(res, ""))
+        metas = release._metadata_files(base, fetch=_FETCHED.get(res, ""))
         spec = dict(
             version=_CACHE_VERSION,
             source="official",
-            dir=str(root),
+            dir=str(pathlib.Path(d.dir).expanduser()) if d.dir else str(root),
             pattern=PATTERNS[difficulty],
             resolution=res,
             # A changed metadata file gets a new cache (PNGs are not stat-ed: 200k files).
@@ -269,7 +292,7 @@ def load(
         records = cache.load_arrays(directory / "records.npz")
         description.update(
             dataset=f"Pathfinder{res} ({difficulty}), official LRA release",
-            dir=str(pathlib.Path(d.dir).expanduser()),
+            dir=str(pathlib.Path(d.dir).expanduser()) if d.dir else str(root),
             pattern=PATTERNS[difficulty],
             num_records=int(records["num_records"]),
             empty_images_skipped=len(records["empty"]),

@@ -86,11 +86,18 @@ def write_official(
     return base
 
 
-def _pattern_dir(root: pathlib.Path, pattern: str) -> pathlib.Path:
+def _fetch_hint(fetch: str) -> str:
+    name = fetch or "pathfinder32` or `attnbench-data fetch pathfinder128"
+    return f"; `attnbench-data fetch {name}` puts the release where config.data.dir='' finds it"
+
+
+def _pattern_dir(root: pathlib.Path, pattern: str, *, fetch: str = "") -> pathlib.Path:
+    """`root/pattern`, or a DataError naming what is missing and the fetch command (`fetch`:
+    the catalog name, e.g. "pathfinder32"; "" names both that are fetched)."""
     if not root.is_dir():
         raise cache.DataError(
             f"{root}: Pathfinder release folder not found (expected {', '.join(PATTERNS.values())}"
-            " inside, each with metadata/*.npy)"
+            f" inside, each with metadata/*.npy){_fetch_hint(fetch)}"
         )
     base = root / pattern
     if not base.is_dir():
@@ -98,14 +105,15 @@ def _pattern_dir(root: pathlib.Path, pattern: str) -> pathlib.Path:
         raise cache.DataError(
             f"{base}: Pathfinder pattern folder not found; folders in {root}: "
             f"{', '.join(found) if found else 'none'} (expected {', '.join(PATTERNS.values())})"
+            f"{_fetch_hint(fetch)}"
         )
     return base
 
 
-def _metadata_files(base: pathlib.Path) -> list[pathlib.Path]:
+def _metadata_files(base: pathlib.Path, *, fetch: str = "") -> list[pathlib.Path]:
     files = sorted((base / "metadata").glob("*.npy"), key=lambda q: _natural_key(q.name))
     if not files:
-        raise cache.DataError(f"{base / 'metadata'}: no metadata/*.npy files")
+        raise cache.DataError(f"{base / 'metadata'}: no metadata/*.npy files{_fetch_hint(fetch)}")
     return files
 
 

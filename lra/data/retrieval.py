@@ -8,8 +8,9 @@ right-padded with 0. ``label``: int32 [n], 1 = linked (document 1 cites document
 Official data (``source="official"``)
 -------------------------------------
 The LRA release holds ``new_aan_pairs.{train,eval,test}.tsv`` (train / val / test; downstream
-loaders find them in ``lra_release/tsv_data/``, LRA issue #1). Facts from LRA's
-``lra_benchmarks/matching/input_pipeline.py``:
+loaders find them in ``lra_release/tsv_data/``, LRA issue #1); ``attnbench-data fetch aan`` puts
+them in ``<data root>/lra_release/tsv_data/``, read when ``config.data.dir`` is empty. Facts from
+LRA's ``lra_benchmarks/matching/input_pipeline.py``:
 
 * Headerless TSV, 5 tab-separated fields ``label, id1, id2, text1, text2``, read by TF's CSV
   reader with ``use_quote_delim=False``: quotes are ordinary characters, a field cannot contain
@@ -97,7 +98,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import ml_collections
 import numpy as np
 
-from attnbench.data import cache
+from attnbench.data import cache, catalog
 from lra.data import text as lra_text
 
 __all__ = [
@@ -347,12 +348,17 @@ def tokenize_tsv(
     return {"tokens1": tokens1, "tokens2": tokens2, "label": labels}
 
 
+_FETCH_HINT = (
+    "`attnbench-data fetch aan` puts the LRA release's tsv_data/ where config.data.dir='' finds it"
+)
+
+
 def _find_official_files(directory: pathlib.Path) -> dict[str, pathlib.Path]:
     expected = ", ".join(SPLIT_FILES.values())
     if not directory.is_dir():
         raise cache.DataError(
             f"{directory}: LRA Retrieval directory not found (config.data.dir must hold "
-            f"{expected}, from lra_release/tsv_data/ of the LRA release)"
+            f"{expected}, from lra_release/tsv_data/ of the LRA release; {_FETCH_HINT})"
         )
     for sub in _SUBDIRS:
         folder = directory / sub
@@ -361,19 +367,14 @@ def _find_official_files(directory: pathlib.Path) -> dict[str, pathlib.Path]:
     missing = [name for name in SPLIT_FILES.values() if not (directory / name).is_file()]
     raise cache.DataError(
         f"{directory}: missing {', '.join(missing)}; LRA Retrieval (AAN) expects the 3 files "
-        f"{expected} (train, val, test) in config.data.dir or its tsv_data/ subfolder; "
-        "set config.data.source='standin' for the offline stand-in"
+        f"{expected} (train, val, test) in config.data.dir or its tsv_data/ subfolder "
+        f"({_FETCH_HINT}); set config.data.source='standin' for the offline stand-in"
     )
 
 
 def _load_official(d, cache_root: pathlib.Path, max_length: int, text_cap: int):
-    if not d.dir:
-        raise cache.DataError(
-            "config.data.source='official' needs config.data.dir: the folder holding "
-            f"{', '.join(SPLIT_FILES.values())} (LRA release, lra_release/tsv_data/); "
-            "set config.data.source='standin' for the offline stand-in"
-        )
-    directory = pathlib.Path(d.dir).expanduser()
+    # config.data.dir, else where `attnbench-data fetch aan` puts the release's tsv_data/
+    directory = pathlib.Path(catalog.official_dir("aan", d.dir)).expanduser()
     files = _find_official_files(directory)
     stats = {s: p.stat() for s, p in files.items()}
     spec = {
@@ -394,7 +395,7 @@ def _load_official(d, cache_root: pathlib.Path, max_length: int, text_cap: int):
     description = {
         "dataset": "ACL Anthology Network citation pairs (LRA Retrieval)",
         "source": "official",
-        "dir": str(d.dir),
+        "dir": str(directory),
         "files": {s: p.name for s, p in files.items()},
         "cache": f"lra/{cache_dir.name}",
         "max_length": max_length,

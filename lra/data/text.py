@@ -11,7 +11,8 @@ default here; the LRA paper (arXiv 2011.04006) says 4K and later papers (S4 etc.
 
 Official data (``source="official"``)
 -------------------------------------
-``config.data.dir`` is the ``aclImdb`` folder of the release or its parent. Read:
+``config.data.dir`` is the ``aclImdb`` folder of the release or its parent; when it is empty,
+``<data root>/aclImdb``, where ``attnbench-data fetch imdb`` puts it. Read:
 ``aclImdb/{train,test}/{pos,neg}/<id>_<rating>.txt`` (12,500 files per folder; ``unsup/`` and the
 other files of the release are ignored). Each file's bytes are used as they are (no decoding,
 no stripping: a file that is not valid UTF-8 is still a valid byte sequence). Order within a
@@ -88,7 +89,7 @@ from collections.abc import Sequence
 import ml_collections
 import numpy as np
 
-from attnbench.data import cache
+from attnbench.data import cache, catalog
 
 __all__ = [
     "NUM_CLASSES",
@@ -225,7 +226,8 @@ def _imdb_root(directory: pathlib.Path) -> pathlib.Path:
     expected = (
         f"expected the IMDB Large Movie Review Dataset (aclImdb_v1.tar.gz, "
         f"https://ai.stanford.edu/~amaas/data/sentiment/) laid out as {_IMDB_LAYOUT}; "
-        "config.data.dir may name aclImdb or its parent"
+        "config.data.dir may name aclImdb or its parent, or `attnbench-data fetch imdb` puts it "
+        "where config.data.dir='' finds it"
     )
     if not directory.is_dir():
         raise cache.DataError(f"{directory}: IMDB folder not found; {expected}")
@@ -334,12 +336,8 @@ def _holdout(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray
 
 
 def _load_official(d, cache_root: pathlib.Path):
-    if not d.dir:
-        raise cache.DataError(
-            "config.data.source='official' needs config.data.dir: the aclImdb folder (or its "
-            f"parent) of the IMDB Large Movie Review Dataset, laid out as {_IMDB_LAYOUT}"
-        )
-    root = _imdb_root(pathlib.Path(d.dir).expanduser()).resolve()
+    # config.data.dir, else where `attnbench-data fetch imdb` puts aclImdb/
+    root = _imdb_root(pathlib.Path(catalog.official_dir("imdb", d.dir)).expanduser()).resolve()
     spec = dict(version=_IMDB_VERSION, root=str(root), files=_imdb_fingerprint(root))
 
     def build(tmp: pathlib.Path) -> None:

@@ -147,8 +147,10 @@ def test_load_official_and_cache_hit(tmp_path, monkeypatch):
 
 
 def test_load_errors(tmp_path):
-    with pytest.raises(cache.DataError, match="needs config.data.dir"):
+    with pytest.raises(cache.DataError, match="`attnbench-data fetch pathfinder32`.*'generated'"):
         pathfinder.load(_config(source="official"), tmp_path)
+    with pytest.raises(cache.DataError, match="needs config.data.dir"):  # not fetched: 64, 256
+        pathfinder.load(_config(source="official", resolution=64, max_length=64**2), tmp_path)
     with pytest.raises(cache.DataError, match="curv_contour_length_14"):
         pathfinder.load(_config(source="official", dir=str(tmp_path)), tmp_path)
     with pytest.raises(ValueError, match="max_length=1024"):

@@ -151,7 +151,9 @@ def test_load_official_finds_the_release_subfolder(tmp_path):
 
 
 def test_load_official_missing_files(tmp_path):
-    with pytest.raises(cache.DataError, match="needs config.data.dir.*new_aan_pairs.train.tsv"):
+    with pytest.raises(
+        cache.DataError, match="config.data.dir is empty.*`attnbench-data fetch aan`"
+    ):
         retrieval.load(_config(), tmp_path)
     with pytest.raises(cache.DataError, match="directory not found"):
         retrieval.load(_config(dir=str(tmp_path / "nope")), tmp_path)

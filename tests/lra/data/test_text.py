@@ -203,7 +203,7 @@ def test_official_errors(tmp_path, mutate, message):
 
 
 def test_official_missing_dir_and_bad_options(tmp_path):
-    with pytest.raises(cache.DataError, match="needs config.data.dir"):
+    with pytest.raises(cache.DataError, match="config.data.dir is empty.*fetch imdb"):
         text.load(_official(""), tmp_path)
     with pytest.raises(cache.DataError, match=r"nowhere: IMDB folder not found.*pos,neg"):
         text.load(_official(tmp_path / "nowhere"), tmp_path)
