@@ -110,13 +110,17 @@ def _fetch_hf(d: catalog.Dataset, target: pathlib.Path, source: str, data_dir: s
     return 1 if problems else 0
 
 
-def _check_counts(d: catalog.Dataset, folder: pathlib.Path) -> list[str]:
+def _check_counts(d: catalog.Dataset, folder: pathlib.Path, counted: dict | None = None):
+    """One line per split whose size differs from the official one (or the reader's error);
+    the sizes the reader counted go into `counted`."""
     if d.count is None:
         return []
     try:
         counts = d.count(folder)
     except errors.UserError as e:
         return [cli.one_line(e)]
+    if counted is not None:
+        counted.update(counts)
     out = []
     for split, expected in d.splits.items():
         got = counts.get(split)
@@ -146,12 +150,19 @@ def verify_dataset(name: str, folder: str | None = None, data_dir: str = "") -> 
             f"{name}: {path} has no {fetch.MANIFEST} (not fetched by attnbench-data): its files "
             "are checked by the reader, not by checksum"
         )
-    problems += _check_counts(d, path)
+    counted: dict = {}
+    problems += _check_counts(d, path, counted)
     for line in problems:
         print(f"problem: {line}", file=sys.stderr)
     if not problems and d.count is None:
         print(f"{name}: {path} exists; attnbench-data does not check its contents yet")
-    elif not problems:
+    elif not problems and d.splits:
         sizes = ", ".join(f"{k} {v:,}" for k, v in d.splits.items())
         print(f"{name}: {path} is complete ({sizes})")
+    elif not problems:
+        sizes = ", ".join(f"{k} {v:,}" for k, v in counted.items())
+        print(
+            f"{name}: {path} is read by its reader ({sizes} {d.unit}); no official split sizes "
+            "are recorded to compare with"
+        )
     return 1 if problems else 0

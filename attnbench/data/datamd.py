@@ -84,6 +84,11 @@ def _section(d: catalog.Dataset) -> str:
     if d.splits:
         sizes = ", ".join(f"{k} {v:,}" for k, v in d.splits.items())
         lines.append(f"- **Official split sizes (`verify`):** {sizes}")
+    elif d.count is not None:
+        lines.append(
+            "- **Official split sizes:** none recorded here; `verify` reads every split with the "
+            "reader and reports its sizes"
+        )
     else:
         lines.append("- **Official split sizes:** not checked by `verify`")
     if d.steps:

@@ -603,6 +603,23 @@ def _atomic_write_text(path: pathlib.Path, text: str) -> None:
         raise
 
 
+# A folder holding more files than this gets one manifest entry, "<folder>/*": its file count,
+# total size and a sha256 over its files' names and sha256s (LRA's Pathfinder folders hold
+# hundreds of thousands of PNGs: one entry each would make a manifest of tens of MB).
+FOLDER_DIGEST_OVER = 1000
+
+
+def _folder_digest(members: Mapping[str, str | os.PathLike]) -> dict:
+    """{"files", "size", "sha256"} of a folder's files ({name: path}): the sha256 of the lines
+    "name<TAB>sha256 of the file" in name order."""
+    h = hashlib.sha256()
+    size = 0
+    for name in sorted(members):
+        size += os.path.getsize(members[name])
+        h.update(f"{name}\t{sha256_file(members[name])}\n".encode())
+    return {"files": len(members), "size": size, "sha256": h.hexdigest()}
+
+
 def write_manifest(
     folder: str | os.PathLike,
     files: Mapping[str, str | os.PathLike],
@@ -651,10 +668,18 @@ def write_manifest(
                 ),
             }
         )
-    arranged = {}
-    for rel, path in sorted(files.items()):
-        rel_posix = pathlib.PurePath(rel).as_posix()
-        arranged[rel_posix] = {"size": os.path.getsize(path), "sha256": sha256_file(path)}
+    arranged: dict = {}
+    by_folder: dict[str, dict[str, str | os.PathLike]] = {}
+    for rel, path in files.items():
+        parent, _, name = pathlib.PurePath(rel).as_posix().rpartition("/")
+        by_folder.setdefault(parent, {})[name] = path
+    for parent, members in sorted(by_folder.items()):
+        prefix = f"{parent}/" if parent else ""
+        if len(members) > FOLDER_DIGEST_OVER:  # one entry for the folder (Pathfinder's PNGs)
+            arranged[prefix + "*"] = _folder_digest(members)
+            continue
+        for name, path in sorted(members.items()):
+            arranged[prefix + name] = {"size": os.path.getsize(path), "sha256": sha256_file(path)}
     manifest = {"format": 1, "releases": releases, "files": arranged}
     if origin is not None:
         manifest["origin"] = dict(origin)
@@ -682,6 +707,9 @@ def check_manifest(folder: str | os.PathLike) -> list[str]:
     problems = []
     for rel, want in listed.items():
         file = folder / rel
+        if rel == "*" or rel.endswith("/*"):  # a folder's digest (FOLDER_DIGEST_OVER)
+            problems += _check_folder(file.parent, want)
+            continue
         try:
             size = file.stat().st_size
         except FileNotFoundError:
@@ -694,3 +722,18 @@ def check_manifest(folder: str | os.PathLike) -> list[str]:
         if got != want.get("sha256"):
             problems.append(f"{file}: sha256 {got} where {MANIFEST} lists {want.get('sha256')}")
     return problems
+
+
+def _check_folder(directory: pathlib.Path, want: Mapping) -> list[str]:
+    """The problem with a folder recorded as one digest (count, size, then content), or []."""
+    if not directory.is_dir():
+        return [f"{directory}/: listed in {MANIFEST} but missing"]
+    members = {p.name: p for p in directory.iterdir() if p.is_file() and p.name != MANIFEST}
+    if len(members) != want.get("files"):
+        return [f"{directory}/: {len(members):,} files where {MANIFEST} lists {want.get('files')}"]
+    got = _folder_digest(members)
+    if got["size"] != want.get("size"):
+        return [f"{directory}/: {got['size']:,} bytes where {MANIFEST} lists {want.get('size')}"]
+    if got["sha256"] != want.get("sha256"):
+        return [f"{directory}/: a file's contents differ from those {MANIFEST} records"]
+    return []

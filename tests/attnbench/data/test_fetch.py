@@ -425,3 +425,30 @@ def test_manifest_catches_a_missing_file_a_changed_byte_and_a_missing_manifest(t
     path.unlink()
     (problem,) = fetch.check_manifest(folder)
     assert "MANIFEST.json" in problem and "missing" in problem
+
+
+def test_a_folder_of_many_files_is_one_manifest_entry_that_still_catches_changes(
+    tmp_path, monkeypatch
+):
+    """Above FOLDER_DIGEST_OVER files a folder is recorded as count, size and one digest
+    (LRA's Pathfinder PNGs); a changed, missing or extra file there is one problem line."""
+    monkeypatch.setattr(fetch, "FOLDER_DIGEST_OVER", 5)
+    imgs = tmp_path / "d" / "imgs"
+    imgs.mkdir(parents=True)
+    for i in range(6):
+        (imgs / f"{i}.png").write_bytes(bytes([i]) * (i + 1))
+    (tmp_path / "d" / "meta.txt").write_text("m")
+    files = {str(p.relative_to(tmp_path / "d")): p for p in (tmp_path / "d").rglob("*.*")}
+    fetch.write_manifest(tmp_path / "d", files, remotes=[])
+    listed = json.loads((tmp_path / "d" / fetch.MANIFEST).read_text())["files"]
+    assert sorted(listed) == ["imgs/*", "meta.txt"]
+    assert listed["imgs/*"]["files"] == 6 and listed["imgs/*"]["size"] == 21
+    assert fetch.check_manifest(tmp_path / "d") == []
+    (imgs / "3.png").write_bytes(b"\x09" * 4)  # same size, other bytes
+    assert fetch.check_manifest(tmp_path / "d") == [
+        f"{imgs}/: a file's contents differ from those {fetch.MANIFEST} records"
+    ]
+    (imgs / "3.png").unlink()
+    assert fetch.check_manifest(tmp_path / "d") == [
+        f"{imgs}/: 5 files where {fetch.MANIFEST} lists 6"
+    ]
