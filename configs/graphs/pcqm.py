@@ -13,7 +13,7 @@ Config argument (comma-separated `key=value`):
     source=standin|official   QM9 gaps offline (default) or OGB-LSC's files (`data.csv.gz` +
                               `split_dict.pt`): where `attnbench-data fetch pcqm4mv2` puts
                               them (`--config.data.dir` empty), or under `--config.data.dir`
-                              (PCQM4M, version=v1, is not fetched by attnbench-data)
+                              (PCQM4M, version=v1: `attnbench-data fetch pcqm4m`)
     version=v2|v1             PCQM4Mv2 (default) or PCQM4M (official source only)
     model=graphormer|egt      Graphormer-base (default) or EGT-small (SSA's model)
     attn=<mechanism>          graphormer: softmax (default), gfsa (K = 2), sliceformer_graph

@@ -125,10 +125,9 @@ _CACHE_VERSION = 1  # bump when the cached arrays of a given spec change
 # --------------------------------------------------------------------------------------------
 # PCQM4Mv2 / PCQM4M (OGB-LSC)
 
-# `attnbench-data`'s name for PCQM4Mv2 and the folder it fetches it into under the data root
-# (graphs/data/sources.py; tests/graphs/data/test_pcqm.py checks they agree). PCQM4M (v1) is
-# not in the catalog.
-PCQM_CATALOG = ("pcqm4mv2", "pcqm4m-v2")
+# `attnbench-data`'s name for each version and the folder it fetches it into under the data root
+# (graphs/data/sources.py; tests/graphs/data/test_pcqm.py checks they agree).
+PCQM_CATALOG = {"v2": ("pcqm4mv2", "pcqm4m-v2"), "v1": ("pcqm4m", "pcqm4m_kddcup2021")}
 _PCQM = {
     "v2": dict(folder="pcqm4m-v2", keys=("train", "valid", "test-dev", "test-challenge")),
     "v1": dict(folder="pcqm4m_kddcup2021", keys=("train", "valid", "test")),
@@ -158,8 +157,8 @@ def load_pcqm(
     Args:
       root: the dataset folder (`pcqm4m-v2/`, v1 `pcqm4m_kddcup2021/`, holding
         `raw/data.csv.gz` and `split_dict.pt`) or its parent (or PyG's `raw/` above it). Empty:
-        the data root, where `attnbench-data fetch pcqm4mv2` puts `pcqm4m-v2/` (v1 is not
-        fetched by it); files not found are an error naming that command.
+        the data root, where `attnbench-data fetch pcqm4mv2` puts `pcqm4m-v2/` (v1:
+        `fetch pcqm4m`, `pcqm4m_kddcup2021/`); files not found are an error naming that command.
       max_train: when > 0, only the first `max_train` molecules of OGB's train split (in the
         split's order), for CPU-scale runs; 0 takes all.
       spd: also compute and store shortest-path distances.
@@ -181,14 +180,7 @@ def load_pcqm(
     split_path = official._find(base, folders, ["split_dict.pt"])
     if csv_path is None or split_path is None:
         what = "raw/data.csv.gz" if csv_path is None else "split_dict.pt"
-        if version == "v2":
-            hint = official._fetch_hint(*PCQM_CATALOG, base, url)
-        else:  # not in attnbench-data's catalog
-            hint = (
-                f"download {url} and unzip it into {base} (it makes {layout['folder']}/; "
-                "attnbench-data does not fetch PCQM4M), or set config.data.dir to the folder "
-                "holding it; or set config.data.source='standin' for the offline stand-in"
-            )
+        hint = official._fetch_hint(*PCQM_CATALOG[version], base, url)
         raise cache.DataError(
             f"PCQM4M{'v2' if version == 'v2' else ''}: no {what} in "
             f"{official._looked(base, folders)}; {hint}"

@@ -158,26 +158,31 @@ catalog.register(
 # ---- PCQM4Mv2 (OGB-LSC) ------------------------------------------------------------------------
 
 
-def _count_pcqm(folder: pathlib.Path) -> dict[str, int]:
-    """The split sizes `load_pcqm` reads (train = OGB train, val = test = OGB valid), from
-    split_dict.pt with the reader's own parsing, each index checked against the rows of
-    raw/data.csv.gz; without featurising 3.7 million molecules (hours), so no RDKit."""
-    from attnbench.data import cache
-    from graphs.data import official
+def _count_pcqm(name: str, keys: tuple[str, ...]):
+    """`count(folder)`: the split sizes `load_pcqm` reads (train = OGB train, val = test = OGB
+    valid), from split_dict.pt with the reader's own parsing, each index checked against the
+    rows of raw/data.csv.gz; without featurising 3.7 million molecules (hours), so no RDKit."""
 
-    csv_path, split_path = folder / "raw" / "data.csv.gz", folder / "split_dict.pt"
-    fix = "fetch it again with `attnbench-data fetch pcqm4mv2`"
-    for path in (csv_path, split_path):
-        if not path.is_file():
-            raise cache.DataError(f"{path}: not found; {fix}")
-    keys = ("train", "valid", "test-dev", "test-challenge")
-    split = official._split_dict(split_path, keys, torch_save=True)
-    rows = sum(1 for _ in official._gzip_csv_rows(csv_path, ("smiles",), lambda _: True))
-    sizes = {
-        name: len(official._split_positions(split[key], split_path, key, rows, split=name, fix=fix))
-        for name, key in (("train", "train"), ("val", "valid"))
-    }
-    return {**sizes, "test": sizes["val"]}
+    def count(folder: pathlib.Path) -> dict[str, int]:
+        from attnbench.data import cache
+        from graphs.data import official
+
+        csv_path, split_path = folder / "raw" / "data.csv.gz", folder / "split_dict.pt"
+        fix = f"fetch it again with `attnbench-data fetch {name}`"
+        for path in (csv_path, split_path):
+            if not path.is_file():
+                raise cache.DataError(f"{path}: not found; {fix}")
+        split = official._split_dict(split_path, keys, torch_save=True)
+        rows = sum(1 for _ in official._gzip_csv_rows(csv_path, ("smiles",), lambda _: True))
+        sizes = {
+            name: len(
+                official._split_positions(split[key], split_path, key, rows, split=name, fix=fix)
+            )
+            for name, key in (("train", "train"), ("val", "valid"))
+        }
+        return {**sizes, "test": sizes["val"]}
+
+    return count
 
 
 catalog.register(
@@ -196,15 +201,47 @@ catalog.register(
         ),
         folder="pcqm4m-v2",
         configs=("graphs/pcqm.py:preset=paper,source=official",),
-        # OGB-LSC's train split (configs/graphs/pcqm.py TRAIN_SIZE); the valid split's size is
-        # not recorded in this repository, so verify does not check it.
-        splits={"train": 3_378_606},
+        # OGB-LSC PCQM4Mv2 (ogb.stanford.edu/docs/lsc/pcqm4mv2; Hu et al. 2021, arXiv 2103.09430):
+        # train 3,378,606 and valid 73,545 of 3,746,620 molecules (test-dev 147,037 and
+        # test-challenge 147,432 carry no public labels and are not read). The configs test on
+        # valid, as the papers report it.
+        splits={"train": 3_378_606, "val": 73_545, "test": 73_545},
         layout="raw/data.csv.gz (idx, smiles, homolumogap) and split_dict.pt (train, valid, "
         "test-dev, test-challenge index tensors; read without torch); the 3D structures "
         "(pcqm4m-v2-train.sdf) are a separate download and not read",
         arrange=catalog.untar_into("pcqm4m-v2"),
-        count=_count_pcqm,
+        count=_count_pcqm("pcqm4mv2", ("train", "valid", "test-dev", "test-challenge")),
         notes="verify counts the splits from split_dict.pt against raw/data.csv.gz's rows; the "
         "molecules themselves are parsed (RDKit) when a config first reads them.",
+    )
+)
+
+catalog.register(
+    catalog.Dataset(
+        name="pcqm4m",
+        title="OGB-LSC PCQM4M (v1, KDD Cup 2021; deprecated by OGB for PCQM4Mv2)",
+        size="size not recorded yet",
+        licence="CC BY 4.0 (OGB-LSC)",
+        homepage="https://ogb.stanford.edu/kddcup2021/pcqm4m/",
+        remotes=(
+            fetch.Remote(
+                url="https://dgl-data.s3-accelerate.amazonaws.com/dataset/OGB-LSC/"
+                "pcqm4m_kddcup2021.zip",
+                filename="pcqm4m_kddcup2021.zip",
+                checksum_source=catalog.NO_SUM,
+            ),
+        ),
+        folder="pcqm4m_kddcup2021",
+        configs=("graphs/pcqm.py:preset=paper,source=official,version=v1",),
+        # OGB-LSC PCQM4M (Hu et al. 2021, arXiv 2103.09430; configs/graphs/pcqm.py TRAIN_SIZE):
+        # train 3,045,360 and valid 380,670 of 3,803,453 molecules (test 377,423, no public
+        # labels, not read). Sliceformer's Graphormer row reports valid.
+        splits={"train": 3_045_360, "val": 380_670, "test": 380_670},
+        layout="raw/data.csv.gz (idx, smiles, homolumogap) and split_dict.pt (train, valid, test "
+        "index tensors; read without torch)",
+        arrange=catalog.untar_into("pcqm4m_kddcup2021"),
+        count=_count_pcqm("pcqm4m", ("train", "valid", "test")),
+        notes="OGB deprecated PCQM4M for PCQM4Mv2 (different molecules and splits); it is read "
+        "only by the configs that name version=v1.",
     )
 )

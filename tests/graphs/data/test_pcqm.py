@@ -293,11 +293,12 @@ def test_pcqm_not_found_names_the_fetch_command_and_the_folders(tmp_path, monkey
     """Files not found under the data root (config.data.dir empty): one line naming the file,
     every folder looked in (the data root's own path, not "/"), `attnbench-data fetch
     pcqm4mv2` and where it puts the release (the catalog's folder), config.data.dir and the
-    stand-in; PCQM4M (v1), which the catalog does not hold, says so and names its download."""
+    stand-in; PCQM4M (v1) likewise names `attnbench-data fetch pcqm4m`."""
     pytest.importorskip("rdkit")
     from attnbench.data import catalog
 
-    assert pcqm.PCQM_CATALOG == ("pcqm4mv2", catalog.get("pcqm4mv2").folder)
+    for version, name in (("v2", "pcqm4mv2"), ("v1", "pcqm4m")):
+        assert pcqm.PCQM_CATALOG[version] == (name, catalog.get(name).folder)
     root = (tmp_path / "root").resolve()
     monkeypatch.setenv("ATTNBENCH_DATA", str(root))
     with pytest.raises(errors.DataError) as e:
@@ -316,10 +317,12 @@ def test_pcqm_not_found_names_the_fetch_command_and_the_folders(tmp_path, monkey
         pcqm.load_pcqm("")
     with pytest.raises(errors.DataError) as e:
         pcqm.load_pcqm(tmp_path / "v1", version="v1")
-    assert f"download {pcqm.PCQM_URLS['v1']} and unzip it into {tmp_path.resolve()}/v1" in str(
-        e.value
+    v1 = tmp_path.resolve() / "v1"
+    assert str(e.value).startswith(f"PCQM4M: no raw/data.csv.gz in {v1}, ")
+    assert (
+        f"`attnbench-data fetch pcqm4m --dir {v1}` (from {pcqm.PCQM_URLS['v1']}, into "
+        f"{v1}/pcqm4m_kddcup2021)" in str(e.value)
     )
-    assert "attnbench-data does not fetch PCQM4M" in str(e.value)
 
 
 def test_pcqm_errors(tmp_path):

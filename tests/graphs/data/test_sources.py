@@ -158,29 +158,36 @@ def test_peptides_verify_without_rdkit_names_the_extra(tmp_path, server, monkeyp
     assert "attnbench[molecules]" in problems[0]
 
 
-def test_pcqm4mv2(tmp_path, server, monkeypatch, capsys):  # noqa: F811
-    release = tmp_path / "release" / "pcqm4m-v2"
-    write_pcqm(release)  # train 3 molecules, valid 2
-    archive = _zip(tmp_path / "www" / "pcqm4m-v2.zip", release)
-    target = _serve(
-        monkeypatch, tmp_path, server, "pcqm4mv2", {"pcqm4m-v2.zip": archive}, {"train": 3}
-    )
-    assert target == tmp_path / "root" / "pcqm4m-v2"
-    assert sources._count_pcqm(release) == {"train": 3, "val": 2, "test": 2}
+@pytest.mark.parametrize(
+    ("name", "version", "folder", "keys"),
+    [
+        ("pcqm4mv2", "v2", "pcqm4m-v2", ("train", "valid", "test-dev", "test-challenge")),
+        ("pcqm4m", "v1", "pcqm4m_kddcup2021", ("train", "valid", "test")),
+    ],
+)
+def test_pcqm4m(tmp_path, server, monkeypatch, capsys, name, version, folder, keys):  # noqa: F811
+    release = tmp_path / "release" / folder
+    write_pcqm(release, version=version)  # train 3 molecules, valid 2
+    archive = _zip(tmp_path / "www" / f"{folder}.zip", release)
+    splits = {"train": 3, "val": 2, "test": 2}
+    target = _serve(monkeypatch, tmp_path, server, name, {f"{folder}.zip": archive}, splits)
+    assert target == tmp_path / "root" / folder
+    assert sources._count_pcqm(name, keys)(release) == splits
 
-    code, out, err = _run(capsys, "fetch", "pcqm4mv2")
+    code, out, err = _run(capsys, "fetch", name)
     assert code == 0, err
     assert _fetched_files(target) == [fetch.MANIFEST, "raw", "raw/data.csv.gz", "split_dict.pt"]
-    code, out, err = _run(capsys, "verify", "pcqm4mv2")
-    assert code == 0 and out.strip().endswith("is complete (train 3)"), err
+    code, out, err = _run(capsys, "verify", name)
+    assert code == 0 and out.strip().endswith("is complete (train 3, val 2, test 2)"), err
 
     pytest.importorskip("rdkit")
-    data = tasks.get("graphs.pcqm").load_data(_official("graphs/pcqm.py"))
+    config = _official("graphs/pcqm.py", f",version={version}")
+    data = tasks.get("graphs.pcqm").load_data(config)
     assert [len(s) for s in (data.train, data.val)] == [3, 2]
     assert str(target / "raw" / "data.csv.gz") in data.description["files"]
 
     (target / "split_dict.pt").unlink()
-    code, _, err = _run(capsys, "verify", "pcqm4mv2")
+    code, _, err = _run(capsys, "verify", name)
     assert code == 1 and "split_dict.pt" in err
 
 
