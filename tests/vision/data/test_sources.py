@@ -411,3 +411,39 @@ def test_the_published_sums_are_the_sources(capsys):
     assert sums["ILSVRC2012_img_val.tar"][0] == "29b22e2961454d5413ddabcf34fc5622"
     assert sums["places365standard_easyformat.tar"] == (None, catalog.NO_SUM)
     assert "CS231n publishes none" in sums["tiny-imagenet-200.zip"][1]
+
+
+@pytest.mark.parametrize(
+    ("name", "classes"),
+    [("places365", ("airfield", "bakery", "canyon")), ("inaturalist", ("00000_a", "00001_b"))],
+)
+def test_places_and_inaturalist_steps_and_verify(tmp_path, capsys, monkeypatch, name, classes):
+    """Registration datasets: `fetch` prints the release files and the steps and downloads
+    nothing; `verify` reads a folder of the release's layout (train/ and val/ class folders of
+    .jpg) by its reader: complete with the entry's sizes, one problem line for a wrong one."""
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path / "root"))
+    real = catalog.get(name)
+    code, out, _ = _run(capsys, "fetch", name)
+    assert code == 0 and not (tmp_path / "root" / "downloads").exists()
+    for remote in real.remotes:
+        assert remote.url in out
+    assert str(tmp_path / "root" / real.folder) in out
+
+    tree = tmp_path / "root" / real.folder
+    for c in classes:
+        for i in range(2):
+            _write(tree / "train" / c / f"{i}.jpg", JPEG)
+        _write(tree / "val" / c / "v.jpg", JPEG)
+    entry = dataclasses.replace(real, splits={"train": 2 * len(classes), "val": len(classes)})
+    get = catalog.get
+    monkeypatch.setattr(catalog, "get", lambda n: entry if n == name else get(n))
+    monkeypatch.setitem(sources.CLASSES, name, len(classes))
+    code, out, err = _run(capsys, "verify", name)
+    assert code == 0, err
+    assert out.strip().endswith(f"complete (train {2 * len(classes)}, val {len(classes)})")
+    (tree / "val" / classes[0] / "v.jpg").unlink()
+    code, _, err = _run(capsys, "verify", name)
+    (line,) = _problems(err)
+    assert code == 1 and line.endswith(
+        f"split val has {len(classes) - 1} examples, the official release {len(classes)}"
+    )
