@@ -40,6 +40,7 @@ CONSOLE_SCRIPTS = {
     "scripts.bench": "attnbench-bench",
     "scripts.flops": "attnbench-flops",
     "scripts.data": "attnbench-data",
+    "scripts.tensorboard": "attnbench-tensorboard",
 }
 
 

@@ -65,6 +65,7 @@ from attnbench import (
     tasks,
     validate,
     workdir_lock,
+    writers,
 )
 from attnbench import config as config_lib
 from attnbench import summary as summary_lib
@@ -135,6 +136,10 @@ def with_epochs(config, num_train: int):
     return config
 
 
+# Fields that only choose where records go: a run may be resumed with others.
+_RESUME_FREE = ("writers",)
+
+
 def _check_config(config, workdir: pathlib.Path, requested_dtype=None) -> None:
     """Refuses a workdir that holds a run (finished or not) started with a different config."""
     path = workdir / "config.json"
@@ -142,6 +147,9 @@ def _check_config(config, workdir: pathlib.Path, requested_dtype=None) -> None:
         return
     old = io.read_json(path, what="run config")
     new = _config_json(config)
+    for output_only in _RESUME_FREE:  # may change between a run and its resumption
+        old.pop(output_only, None)
+        new.pop(output_only, None)
     if old != new:
         diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
         hint = ""
@@ -275,12 +283,12 @@ def _run(config, workdir, task, wall_start, requested_dtype, closing) -> dict:
     metrics_file = None
     if pid == 0:
         _truncate_metrics(workdir / "metrics.jsonl", start_step)
-        metrics_file = open(workdir / "metrics.jsonl", "a")  # noqa: SIM115 (closed below)
+        # metrics.jsonl, and TensorBoard where config.writers asks (closed below)
+        metrics_file = writers.MetricWriters(workdir, config.get("writers", "jsonl"), start_step)
 
     def write_record(record: dict) -> None:
         if metrics_file is not None:
-            metrics_file.write(json.dumps(record) + "\n")
-            metrics_file.flush()
+            metrics_file.write(record)
 
     # ---- evaluation --------------------------------------------------------------------------
     eval_specs = evaluators.of(config, task)

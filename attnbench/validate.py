@@ -20,7 +20,7 @@ from collections.abc import Callable
 import ml_collections
 
 import attention
-from attnbench import errors, evaluators, tasks
+from attnbench import errors, evaluators, tasks, writers
 from attnbench.nn import backbones
 
 __all__ = ["check", "problems", "attention_length"]
@@ -80,6 +80,11 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
     r(c, "config.", "epochs", nonneg, "must be an integer >= 0 (0: config.total_steps counts)")
     r(c, "config.", "eval_every_epochs", pos, "must be an integer >= 1")
     r(c, "config.", "best_mode", lambda v: v in ("max", "min"), "must be 'max' or 'min'")
+    if "writers" in c:
+        try:
+            writers.parse(c.writers)
+        except errors.ConfigError as e:
+            out.append(str(e))
     r(
         c,
         "config.",
