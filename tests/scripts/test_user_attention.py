@@ -6,29 +6,22 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
+
 from tests.conftest import ROOT
 
+
+def _readme_example() -> str:
+    """The README's worked example (the python block after "For example, `~/mine.py`:"), so
+    that what the README shows is what this test runs."""
+    text = (pathlib.Path(ROOT) / "README.md").read_text(encoding="utf-8")
+    start = text.index("For example, `~/mine.py`:")
+    block = text.index("```python\n", start) + len("```python\n")
+    return text[block : text.index("```", block)]
+
+
 # The README's worked example, written where a user would keep it: outside the repository.
-MINE = '''
-import jax.numpy as jnp
-
-import attention
-
-
-def apply(params, q, k, v, *, mask=None, key=None, train=False, temperature=1.0):
-    """Every query gets the mean of the values it may attend to."""
-    del params, key, train
-    b, n, h, _ = q.shape
-    allowed = jnp.ones((b, 1, 1, v.shape[1]), bool) if mask is None else mask
-    if allowed.ndim == 2:
-        allowed = allowed[:, None, None, :]
-    w = jnp.broadcast_to(allowed, (b, h, n, v.shape[1])).astype(v.dtype) / temperature
-    w = w / jnp.maximum(w.sum(-1, keepdims=True), 1e-9)
-    return jnp.einsum("bhnm,bmhd->bnhd", w, v)
-
-
-attention.register("mine", apply=apply, defaults={"temperature": 1.0}, doc="mean of values")
-'''
+MINE = _readme_example()
 
 
 def _run(*args):
@@ -97,6 +90,30 @@ def test_own_mechanism_from_a_file_gets_a_table_column(tmp_path):
     )
 
 
-def test_the_readme_shows_this_example():
-    readme = (pathlib.Path(ROOT) / "README.md").read_text()
-    assert MINE.strip() in readme
+def test_the_example_is_what_it_says_and_its_hyper_parameter_matters(monkeypatch):
+    """The example against a float64 softmax reference with masks, and its `temperature`
+    changes the output (a hyper-parameter that cancels out would rerun a suite with identical
+    numbers)."""
+    import attention
+
+    registered = {}
+    monkeypatch.setattr(attention, "register", lambda name, **kw: registered.update(kw))
+    namespace: dict = {}
+    exec(compile(MINE, "mine.py", "exec"), namespace)  # the user's file, imported
+    apply = registered["apply"]
+    assert registered["defaults"] == {"temperature": 1.0}
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.normal(size=(2, 5, 3, 4)) for _ in range(3))
+    mask = np.ones((2, 5), bool)
+    mask[1, 3:] = False
+
+    def reference(t):
+        s = np.einsum("bnhd,bmhd->bhnm", q, k) / (t * 2.0)
+        s = np.where(mask[:, None, None, :], s, -np.inf)
+        w = np.exp(s - s.max(-1, keepdims=True))
+        return np.einsum("bhnm,bmhd->bnhd", w / w.sum(-1, keepdims=True), v)
+
+    for t in (1.0, 2.0):
+        got = apply(None, *(x.astype(np.float32) for x in (q, k, v)), mask=mask, temperature=t)
+        np.testing.assert_allclose(np.asarray(got), reference(t), rtol=1e-4, atol=1e-5)
+    assert np.abs(reference(1.0) - reference(2.0)).max() > 1e-2
