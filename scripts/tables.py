@@ -1,6 +1,7 @@
-"""Builds every paper table from the run summaries: `results/tables/<paper>_<table>.{md,csv}`.
+"""Builds every paper table from the run summaries: `<out>/<paper>_<table>.{md,csv}`.
 
-    python -m scripts.tables                                  # every table, both run roots
+    python -m scripts.tables                                  # all, into runs/rendered-tables
+    python -m scripts.tables --out results/tables             # rebuild the committed tables
     python -m scripts.tables --tables samsa.table1 --latex    # one table, plus a LaTeX file
     python -m scripts.tables --readme README.md               # also refresh the README's list
 
@@ -30,6 +31,7 @@ from attnbench import cli, errors, io, plugins
 from attnbench.papers import leaderboard, render, runs, substitute, tables
 
 RUNS = ("runs/tables", "results/tables/runs")
+OUT = "runs/rendered-tables"  # under runs/ (git ignores it): no tracked file changes by default
 
 
 def main(argv=None) -> int:
@@ -39,7 +41,12 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--runs", nargs="+", default=list(RUNS), help="run roots, the first wins per seed"
     )
-    parser.add_argument("--out", default="results/tables")
+    parser.add_argument(
+        "--out",
+        default=OUT,
+        help=f"where the tables go (default {OUT}, untracked; the committed tables are "
+        "rebuilt with --out results/tables)",
+    )
     parser.add_argument("--latex", action="store_true", help="also write <table>.tex")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNGs")
     parser.add_argument("--readme", default=None, help="refresh this README's table list")

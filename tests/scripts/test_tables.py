@@ -184,6 +184,22 @@ def test_plots_need_two_points_and_are_pngs(tmp_path):
     assert not (tmp_path / "none.png").exists()
 
 
+def test_without_out_nothing_tracked_is_written(tmp_path, monkeypatch):
+    """The default --out is under runs/ (ignored by git): the committed results/tables/ are
+    rebuilt only with an explicit --out."""
+    root = tmp_path / "runs" / "tables"
+    _fixture(root)
+    (tmp_path / "results" / "tables").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    tables.main(["--tables", "samsa.table1", "--runs", str(root), "--no-plots"])
+    assert tables.OUT.startswith("runs/")
+    assert (tmp_path / tables.OUT / "samsa_table1.md").is_file()
+    assert (tmp_path / tables.OUT / "leaderboard.md").is_file()
+    assert not list((tmp_path / "results" / "tables").iterdir())
+    ignored = (pathlib.Path(__file__).parents[2] / ".gitignore").read_text().splitlines()
+    assert "/runs/" in ignored
+
+
 def test_rebuilding_twice_changes_nothing(tmp_path):
     out = tmp_path / "out"
     root = tmp_path / "runs"
