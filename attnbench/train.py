@@ -433,6 +433,8 @@ def _run(config, workdir, task, wall_start, requested_dtype, closing) -> dict:
         # A step that compiles (the first, and the first of each later phase) is not timed.
         compiles = step == start_step or run.phase(step) is not phase
         phase = run.phase(step)
+        if compiles:  # the first step of a run or phase traces and compiles: say so
+            _log(f"step {step + 1}: compiling the training step ({phase.name})")
         with kernels.record() as chosen:  # traced (and the kernels decided) when it compiles
             state, metrics = run.train_step(step)(state, batch)
         used_kernels.update(chosen.summary())
@@ -443,6 +445,8 @@ def _run(config, workdir, task, wall_start, requested_dtype, closing) -> dict:
         if compiles or at_log:
             # Wait for the step here so that its time is counted before it is logged.
             jax.block_until_ready(metrics)
+        if compiles:
+            _log(f"step {step}: compiled and done in {time.perf_counter() - t_step:.1f}s")
         if not compiles:
             timed_steps += 1
             timed_seconds += time.perf_counter() - t_step

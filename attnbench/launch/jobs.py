@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import pathlib
 import signal
@@ -85,11 +86,41 @@ def _last_error(path: pathlib.Path) -> str:
     return next((ln[7:] for ln in reversed(lines) if ln.startswith("error: ")), "")[:300]
 
 
+STATUS_EVERY = 30.0  # seconds between the running cells' progress lines
+
+
+def _progress(workdir: pathlib.Path) -> str:
+    """Where a running cell is, from its metrics.jsonl and config.json: "step 150/400, loss
+    1.23", or what it is doing before its first record."""
+    try:
+        total = json.loads((workdir / "config.json").read_text()).get("total_steps")
+    except (OSError, ValueError):
+        return "building the data and the model"
+    last = None
+    try:
+        with open(workdir / "metrics.jsonl") as f:
+            for line in f:
+                if '"split": "train"' in line:
+                    last = line
+    except OSError:
+        pass
+    if last is None:
+        return f"compiling or before its first logged step (of {total})"
+    try:
+        record = json.loads(last)
+    except ValueError:
+        return f"of {total} steps"
+    loss = record.get("loss")
+    loss_text = f", loss {loss:.4g}" if isinstance(loss, (int, float)) else ""
+    return f"step {record.get('step')}/{total}{loss_text}"
+
+
 def run(jobs: list[Job], parallel: int = 1) -> int:
     """Runs `jobs`, `parallel` at a time: 0 when all succeed, 1 when any failed, 128 + signal
     number when SIGINT/SIGTERM stopped them."""
     t0 = time.perf_counter()
-    failed, finished = 0, 0
+    failed, finished, started = 0, 0, 0
+    last_status = time.perf_counter()
     queue = list(jobs)
     running: dict[subprocess.Popen, tuple[Job, object]] = {}
     stop_signal: list[int] = []
@@ -104,6 +135,15 @@ def run(jobs: list[Job], parallel: int = 1) -> int:
                 job.workdir.mkdir(parents=True, exist_ok=True)
                 log = open(job.workdir / "reproduce.log", "a")  # noqa: SIM115 (closed when done)
                 running[_start(job.cmd, log)] = (job, log)
+                started += 1
+                print(
+                    f"[start {started}/{len(jobs)}] {job.label} (log: {job.workdir}/reproduce.log)",
+                    flush=True,
+                )
+            if running and time.perf_counter() - last_status >= STATUS_EVERY:
+                last_status = time.perf_counter()
+                for job, _ in running.values():
+                    print(f"  running {job.label}: {_progress(job.workdir)}", flush=True)
             for p in [p for p in running if p.poll() is not None]:
                 job, log = running.pop(p)
                 log.close()

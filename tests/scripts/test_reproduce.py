@@ -24,7 +24,11 @@ def test_runs_one_cell_then_skips_it_and_lists_cells_it_cannot_run(tmp_path, cap
     assert s["task"] == "lra.listops" and s["preset"] == "smoke"
     assert s["attention"]["name"] == "samsa" and s["attention"]["mode"] == "hard"
     assert 0 <= s["metrics"]["test_best"]["accuracy"] <= 1
-    capsys.readouterr()
+    out = capsys.readouterr().out
+    log = summary.parent / "reproduce.log"
+    assert "[start 1/1] " in out and f"(log: {log})" in out  # where to watch it, at its start
+    text = log.read_text()
+    assert "step 1: compiling the training step" in text and "step 1: compiled and done in" in text
     mtime = summary.stat().st_mtime
     assert reproduce.main(argv + ["--cells", "listops/128 hard"]) == 0
     out = capsys.readouterr().out
@@ -155,3 +159,16 @@ def test_cells_of_one_table_with_the_same_config_get_one_job(tmp_path, capsys):
     assert all(
         runs.finished(tmp_path, t16.key, "cpu", c, 0) == mine / "summary.json" for c in cells
     )
+
+
+def test_a_running_cells_progress_comes_from_its_records(tmp_path):
+    from attnbench.launch import jobs
+
+    assert jobs._progress(tmp_path) == "building the data and the model"
+    (tmp_path / "config.json").write_text(json.dumps({"total_steps": 400}))
+    assert jobs._progress(tmp_path) == "compiling or before its first logged step (of 400)"
+    with open(tmp_path / "metrics.jsonl", "w") as f:
+        f.write(json.dumps({"step": 100, "split": "train", "loss": 1.5}) + "\n")
+        f.write(json.dumps({"step": 100, "split": "val", "accuracy": 0.5}) + "\n")
+        f.write(json.dumps({"step": 150, "split": "train", "loss": 1.25}) + "\n")
+    assert jobs._progress(tmp_path) == "step 150/400, loss 1.25"
