@@ -146,10 +146,19 @@ def where(name: str, data_dir: str = "") -> pathlib.Path:
     return cache.data_root(data_dir) / get(name).folder
 
 
-def official_dir(name: str, config_dir: str = "", *, field: str = "config.data.dir") -> str:
+def official_dir(
+    name: str,
+    config_dir: str = "",
+    *,
+    field: str = "config.data.dir",
+    offline: str = "config.data.source='standin' for the offline stand-in",
+    holding: str = "it",
+) -> str:
     """The folder a config with `source='official'` reads `name` from: `config_dir` when the
     config names one, else `where(name)` once `attnbench-data fetch` has put it there; when it
-    is not there, a `DataError` naming the fetch command and the field to set instead."""
+    is not there, a `DataError` naming the fetch command, the field to set instead and the
+    offline alternative (`offline`: ListOps and Pathfinder generate their data instead);
+    `holding` names the files that folder holds."""
     if config_dir:
         return config_dir
     folder = where(name)
@@ -158,8 +167,7 @@ def official_dir(name: str, config_dir: str = "", *, field: str = "config.data.d
     raise cache.DataError(
         f"{get(name).title} is not in the data root ({folder}) and {field} is empty: fetch it "
         f"with `attnbench-data fetch {name}` (or python -m scripts.data fetch {name}), or set "
-        f"{field} to the folder holding it; or set config.data.source='standin' for the "
-        "offline stand-in"
+        f"{field} to the folder holding {holding}; or set {offline}"
     )
 
 

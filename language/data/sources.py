@@ -34,13 +34,14 @@ _COUNTED = (
 )
 
 
-def _count_words(pattern: str, subdirs: tuple[str, ...], what: str):
+def _count_words(name: str, pattern: str, subdirs: tuple[str, ...], what: str):
     """`count(folder)`: the token count of each split file the reader would read."""
 
     def count(folder: pathlib.Path) -> dict[str, int]:
         from language.data import corpora, tokenizers
 
-        files = corpora.word_files(folder, pattern, subdirs, what, "attnbench-data fetch")
+        fetch_it = f"`attnbench-data fetch {name}`"
+        files = corpora.word_files(folder, pattern, subdirs, what, fetch_it)
         return {split: tokenizers.count_tokens(path) for split, path in files.items()}
 
     return count
@@ -116,7 +117,7 @@ catalog.register(
         layout=_WIKITEXT_LAYOUT,
         arrange=catalog.untar_into("wikitext-103"),  # wikitext-103/wiki.{train,valid,test}.tokens
         unit="tokens",
-        count=_count_words("wiki.{split}.tokens", ("wikitext-103",), "wikitext-103"),
+        count=_count_words("wikitext103", "wiki.{split}.tokens", ("wikitext-103",), "wikitext-103"),
         notes=_COUNTED + " The word-level release (.tokens, 267,735 types); -raw-v1 is another "
         "file set and not what these configs read.",
         hf=_hf_wikitext("wikitext-103-v1"),
@@ -146,7 +147,7 @@ catalog.register(
         layout=_WIKITEXT_LAYOUT,
         arrange=catalog.untar_into("wikitext-2"),  # wikitext-2/wiki.{train,valid,test}.tokens
         unit="tokens",
-        count=_count_words("wiki.{split}.tokens", ("wikitext-2",), "wikitext-2"),
+        count=_count_words("wikitext2", "wiki.{split}.tokens", ("wikitext-2",), "wikitext-2"),
         notes=_COUNTED
         + " GFSA's GPT-2 runs read the -raw-v1 release (wiki.*.raw), which is not fetched: the "
         "BPE reader falls back to the .tokens files.",
@@ -209,7 +210,7 @@ catalog.register(
         "numbers as N, rare words as <unk> (10,000 word types)",
         arrange=_arrange_ptb,
         unit="tokens",
-        count=_count_words("ptb.{split}.txt", ("data", "ptb"), "Penn Treebank"),
+        count=_count_words("ptb", "ptb.{split}.txt", ("data", "ptb"), "Penn Treebank"),
         notes=_COUNTED + " Only data/ptb.{train,valid,test}.txt are kept from the archive.",
     )
 )

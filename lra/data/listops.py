@@ -778,17 +778,14 @@ def official_dir(config_dir: str = "") -> Path:
       ListOpsDataError: `config_dir` is empty and nothing was fetched; the message names the
         fetch command.
     """
-    folder = catalog.where("listops")
-    if not config_dir and not folder.is_dir():
-        # catalog.official_dir's own message offers source='standin'; ListOps' is 'generated'
-        raise ListOpsDataError(
-            f"the LRA release's ListOps files are not in the data root ({folder}) and "
-            "config.data.dir is empty: fetch them with `attnbench-data fetch listops` (or "
-            "python -m scripts.data fetch listops), or set config.data.dir to the folder holding "
-            f"{', '.join(SPLIT_FILES.values())}; or set config.data.source='generated' for "
-            "generated expressions"
+    offline = "config.data.source='generated' for generated expressions"
+    try:
+        folder = catalog.official_dir(
+            "listops", config_dir, offline=offline, holding=", ".join(SPLIT_FILES.values())
         )
-    return Path(catalog.official_dir("listops", config_dir)).expanduser()
+        return Path(folder).expanduser()
+    except cache.DataError as e:  # the ListOps reader's own error type
+        raise ListOpsDataError(str(e)) from None
 
 
 def load_split(

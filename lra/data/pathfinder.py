@@ -148,17 +148,10 @@ def _official_root(config_dir: str, res: int, difficulty: str) -> pathlib.Path:
     """The release folder of resolution `res`: `config_dir`, else where `attnbench-data fetch
     pathfinder<res>` puts it (`catalog.official_dir`; 32 and 128, what the configs read)."""
     if res in _FETCHED:
-        folder = catalog.where(_FETCHED[res])
-        if not config_dir and not folder.is_dir():
-            # catalog.official_dir's own message offers source='standin'; here it is 'generated'
-            raise cache.DataError(
-                f"the LRA release's pathfinder{res}/ is not in the data root ({folder}) and "
-                f"config.data.dir is empty: fetch it with `attnbench-data fetch {_FETCHED[res]}` "
-                f"(or python -m scripts.data fetch {_FETCHED[res]}), or set config.data.dir to "
-                f"the folder holding {', '.join(PATTERNS.values())}; or set "
-                "config.data.source='generated' for generated images"
-            )
-        return pathlib.Path(catalog.official_dir(_FETCHED[res], config_dir)).expanduser().resolve()
+        offline = "config.data.source='generated' for generated images"
+        holding = ", ".join(PATTERNS.values())
+        folder = catalog.official_dir(_FETCHED[res], config_dir, offline=offline, holding=holding)
+        return pathlib.Path(folder).expanduser().resolve()
     if not config_dir:
         raise cache.DataError(
             "config.data.source='official' needs config.data.dir: the Pathfinder release "

@@ -41,9 +41,10 @@ def test_official_files_train_end_to_end(tmp_path):
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["steps"] == 12
 
 
-def test_official_without_a_directory_says_what_to_set():
+def test_official_without_a_directory_says_what_to_set(tmp_path, monkeypatch):
     from attnbench import tasks
 
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path))  # an empty data root: nothing fetched
     with pytest.raises(listops.ListOpsDataError, match="config.data.dir.*basic_train.tsv"):
         tasks.get("lra.listops").load_data(_config(source="official", dir=""))
 
