@@ -17,6 +17,7 @@ from attnbench import config as config_lib
 __all__ = [
     "PRESETS",
     "ARGS",
+    "DATA_SOURCE",
     "SMOKE",
     "trainer_config",
     "data_fields",
@@ -41,6 +42,10 @@ PRESETS = ("paper", "cpu", "smoke")
 # k=0: SAMSA's default, 128 (Table 1's smallest column) in the samsa recipe, and length / 16
 # (the same ratio at ~2K tokens) when `attn=samsa` swaps it into another recipe.
 ARGS = {"preset": "paper", "attn": "", "k": 0, "mode": "hard", "length": 0}
+
+# The `source=` default of a recipe that reads an official release or an offline stand-in: by
+# preset (`parse`): the paper's data at `paper`, the stand-in at `cpu` and `smoke`.
+DATA_SOURCE = {"source": ""}
 
 # The `smoke` preset's model and run, the same for every task (`scale` reads them): seconds, for
 # tests, with tiny data and model; the pipeline and trainer are the real ones. A task's table
@@ -146,7 +151,9 @@ def parse(
     choices: Mapping[str, tuple[Sequence[str], str | None]] | None = None,
 ) -> ml_collections.ConfigDict:
     """Parses a recipe file's `key=value,...` argument against `ARGS` plus the file's `extra`
-    keys (their defaults give their types), and checks the values that are names.
+    keys (their defaults give their types), and checks the values that are names. A `source`
+    key whose default is "" (`DATA_SOURCE`) becomes `official` at `preset=paper` and `standin`
+    at the scaled presets unless the argument gives it.
 
     `choices` maps a key to `(known values, what)`: an unknown value raises "unknown {what}
     {key}={value!r}" (or "unknown {key} {value!r}" where `what` is None), listing the known
@@ -157,6 +164,11 @@ def parse(
       ConfigError: an unknown key, a value of the wrong type or an unknown name.
     """
     args = config_lib.parse_arg(arg, {**ARGS, **(extra or {})})
+    if args.get("source", None) == "":
+        # A recipe whose `source=` defaults to "" reads the paper's data at the paper's scale
+        # and the offline stand-in at a scaled preset; `source=official` at `cpu` or `smoke`
+        # is the user asking for the official data at that scale.
+        args.source = "official" if args.preset == "paper" else "standin"
     checks = dict(choices or {})
     checks.setdefault("preset", (PRESETS, None))
     checks.setdefault("mode", (("hard", "soft"), "SAMSA"))

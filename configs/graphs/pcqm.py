@@ -10,10 +10,11 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
-    source=standin|official   QM9 gaps offline (default) or OGB-LSC's files (`data.csv.gz` +
+    source=standin|official   QM9 gaps offline or OGB-LSC's files (`data.csv.gz` +
                               `split_dict.pt`): where `attnbench-data fetch pcqm4mv2` puts
                               them (`--config.data.dir` empty), or under `--config.data.dir`
                               (PCQM4M, version=v1: `attnbench-data fetch pcqm4m`)
+                              (default: official at preset=paper, standin at cpu and smoke)
     version=v2|v1             PCQM4Mv2 (default) or PCQM4M (official source only)
     model=graphormer|egt      Graphormer-base (default) or EGT-small (SSA's model)
     attn=<mechanism>          graphormer: softmax (default), gfsa (K = 2), sliceformer_graph
@@ -65,7 +66,7 @@ PRESETS = {
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    extra = {"source": "standin", "version": "v2", "model": "graphormer", "ssa": "", "ft": 0}
+    extra = {**common.DATA_SOURCE, "version": "v2", "model": "graphormer", "ssa": "", "ft": 0}
     extra["ensemble"] = 0
     args = common.parse(
         arg,

@@ -14,9 +14,10 @@ Config argument (comma-separated `key=value`):
                               recipe; GFSA Table 6 with attn=gfsa)
     kind=struct|func          Peptides-struct (11 regression targets, MAE; default) or
                               Peptides-func (10 labels, average precision)
-    source=standin|official   generated peptides offline (default) or LRGB's files (csv.gz +
+    source=standin|official   generated peptides offline or LRGB's files (csv.gz +
                               split pickles): where `attnbench-data fetch peptides` puts them
                               (`--config.data.dir` empty), or under `--config.data.dir`
+                              (default: official at preset=paper, standin at cpu and smoke)
     k=128|256|512, mode=hard|soft   SAMSA's sampled tokens and sampler (Tables 1 and 3)
     attn=<mechanism>          softmax for the full-attention row, or any mechanism
 
@@ -62,7 +63,7 @@ PRESETS = {
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     args = common.parse(
         arg,
-        extra={"kind": "struct", "source": "standin", "model": "graph_bridge"},
+        extra={"kind": "struct", **common.DATA_SOURCE, "model": "graph_bridge"},
         choices={
             "kind": (KINDS, "Peptides"),
             "source": (graph_common.SOURCES, "data"),

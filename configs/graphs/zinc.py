@@ -10,11 +10,12 @@ Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke   scaling of the recipe (default paper)
     model=graphormer|gps     Graphormer-SLIM (default; GFSA Tables 4, 20) or GPS with RWSE
                              (GraphGPS's ZINC recipe; GFSA Table 6 with attn=gfsa)
-    source=standin|official  the offline ZINC-like molecules (default) or ZINC-12k's official
+    source=standin|official  the offline ZINC-like molecules or ZINC-12k's official
                              files (benchmarking-gnns / PyG `{train,val,test}.pickle` +
                              `.index`, read without torch): where `attnbench-data fetch zinc`
                              puts them (`--config.data.dir` empty), or under
                              `--config.data.dir`
+                             (default: official at preset=paper, standin at cpu and smoke)
     attn=<mechanism>         softmax (the recipe), gfsa (GFSA's ZINC code: K = 2, w0 = 0, the
                              Graphormer bias added before the softmax, attention dropout
                              before the filter), or any mechanism; those without a `bias` input
@@ -72,7 +73,7 @@ PRESETS = {
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     args = common.parse(
         arg,
-        extra={"source": "standin", "model": "graphormer"},
+        extra={**common.DATA_SOURCE, "model": "graphormer"},
         choices={
             "source": (graph_common.SOURCES, "data"),
             "model": (("graphormer", "gps"), None),

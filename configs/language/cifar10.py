@@ -9,9 +9,10 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke      scaling of the recipe (default paper)
-    source=standin|official     Fashion-MNIST offline (default; 28 x 28 x 1 = 784 tokens per
+    source=standin|official     Fashion-MNIST offline (28 x 28 x 1 = 784 tokens per
                                 image) or the CIFAR-10 pickles (`attnbench-data fetch cifar10`)
                                 (32 x 32 x 3 = 3,072 sub-pixel tokens)
+                                (default: official at preset=paper, standin at cpu and smoke)
     ssa=S16-L4                  SSA in all 16 layers (scaled presets: all layers) with 4
                                 vertical windows (bands) of 8 image rows (Fashion-MNIST: 7)
     ft=1                        +FT: the last 10% of the steps with dense attention

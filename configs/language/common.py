@@ -40,7 +40,7 @@ def parse(
     """
     args = common.parse(
         arg,
-        extra={"source": "standin", **SSA_ARGS, "sampling": samplings[0], **(extra or {})},
+        extra={**common.DATA_SOURCE, **SSA_ARGS, "sampling": samplings[0], **(extra or {})},
         choices={
             "source": (("standin", "official"), "data"),
             "ssa": (("", *rows), "SSA"),

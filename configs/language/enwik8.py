@@ -9,8 +9,9 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke      scaling of the recipe (default paper)
-    source=standin|official     the Python-documentation bytes offline (default) or the
+    source=standin|official     the Python-documentation bytes offline or the
                                 `enwik8` file / `enwik8.zip` under `--config.data.dir`
+                                (default: official at preset=paper, standin at cpu and smoke)
     ssa=S16-L2|S16-L4|S12-L4    SSA in all 16 layers or the last 12 (scaled presets: the
                                 same share), 2 or 4 windows (50% / 25% of the sources)
     sampling=local|unbiased     locally biased (sigma 0.10 N -> 0.225 N over depth) or unbiased

@@ -11,10 +11,11 @@ Run (a Hugging Face `gpt2` folder: config.json, model.safetensors, vocab.json, m
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke      scaling of the recipe (default paper)
-    source=standin|official     the Python-documentation bytes offline (default; vocabulary
+    source=standin|official     the Python-documentation bytes offline (vocabulary
                                 256, a model from scratch) or the dataset's files under
                                 `--config.data.dir`, GPT-2 BPE-encoded with the checkpoint
                                 folder's vocab.json / merges.txt (`config.data.bpe_dir`)
+                                (default: official at preset=paper, standin at cpu and smoke)
     dataset=ptb|wikitext-2|wikitext-103
     checkpoint=auto|none|<dir>  `config.model.checkpoint`: the Hugging Face GPT-2 folder
                                 (config.json + model.safetensors) to fine-tune, loaded by
@@ -89,7 +90,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     args = common.parse(
         arg,
         extra={
-            "source": "standin",
+            **common.DATA_SOURCE,
             "dataset": "ptb",
             "checkpoint": "auto",
             "order": 0,

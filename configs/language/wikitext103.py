@@ -8,8 +8,9 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke      scaling of the recipe (default paper)
-    source=standin|official     the Python-documentation bytes offline (default) or the
+    source=standin|official     the Python-documentation bytes offline or the
                                 `wiki.{train,valid,test}.tokens` files under `--config.data.dir`
+                                (default: official at preset=paper, standin at cpu and smoke)
     dataset=wikitext-103|wikitext-2   which WikiText (the vocabulary follows, see below)
     ssa=S16-L2|S16-L4|S16-L6|S16-L8|S12-L4|S12-L8
                                 S<l>-L<w>: SSA in the last l of the 16 layers (the first 16 - l

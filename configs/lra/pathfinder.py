@@ -3,11 +3,11 @@ contour? 32x32 grayscale as 1024 pixel tokens; `resolution=128` is Path-X (16,38
 
 Run:
     python -m scripts.train --config configs/lra/pathfinder.py:preset=cpu --workdir runs/path-cpu
-    python -m scripts.train --config configs/lra/pathfinder.py:model=samsa,k=256 \
-        --workdir runs/path-samsa          # generated data at the paper's size (200k images)
     attnbench-data fetch pathfinder32     # the LRA release's pathfinder32/ into the data root
-    python -m scripts.train --config configs/lra/pathfinder.py \
-        --config.data.source=official --workdir runs/path-official
+    python -m scripts.train --config configs/lra/pathfinder.py:model=samsa,k=256 \
+        --workdir runs/path-samsa          # the paper's recipe on the release
+    python -m scripts.train --config configs/lra/pathfinder.py --config.data.source=generated \
+        --workdir runs/path-generated      # generated data at the paper's size (200k images)
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
@@ -17,7 +17,8 @@ Config argument (comma-separated `key=value`):
     resolution=32|128         Pathfinder-32 or Path-X (LRA's pathfinder128; its scaled presets
                               are PATHX_PRESETS: 4,000 images, 150 steps at batch 8)
 
-Data (`config.data.source`): `generated` (our generator, written from the published
+Data (`config.data.source`; `official` at preset=paper, `generated` at cpu and smoke):
+`generated` (our generator, written from the published
 description with LRA's parameters; difficulty `hard` = contour length 14, the LRA setting)
 or `official` (the release's metadata + PNGs under `config.data.dir`, or when it is empty where
 `attnbench-data fetch pathfinder32`, or `pathfinder128` for Path-X, puts them). Pixel 0 is NOT
@@ -158,6 +159,7 @@ def get_config(arg: str | None = None):
         base.sliceformer_fork(c)
     else:  # SAMSA Tables 7-8 (row LRA-Pathfinder in base.SAMSA_TABLE8)
         base.samsa(c, train_examples=TRAIN_EXAMPLES, k=args.k, mode=args.mode)
-    c.data.source = "generated"
+    # the release at the paper's scale; our generator at the scaled presets
+    c.data.source = "official" if args.preset == "paper" else "generated"
 
     return base.finish(c, args, PRESETS if args.resolution == 32 else PATHX_PRESETS)

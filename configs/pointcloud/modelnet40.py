@@ -9,11 +9,12 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
-    source=standin|official   generated shapes offline (default) or the official release:
+    source=standin|official   generated shapes offline or the official release:
                               where `attnbench-data fetch modelnet40` puts it
                               (`--config.data.dir` empty), or under `--config.data.dir`
                               (`--config.data.layout=hdf5` for modelnet40_ply_hdf5_2048:
                               `attnbench-data fetch modelnet40_hdf5`)
+                              (default: official at preset=paper, standin at cpu and smoke)
     k=128|256|512, mode=hard|soft   SAMSA's sampled tokens and sampler (Table 1)
     attn=<mechanism>          softmax for the full-attention column, or any mechanism (grf:
                               masked on each cloud's k-NN graph)
@@ -40,7 +41,7 @@ PRESETS = pc.PRESETS  # cpu and smoke (configs/pointcloud/common.py)
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     args = common.parse(
         arg,
-        extra={"source": "standin", "model": "samsa"},
+        extra={**common.DATA_SOURCE, "model": "samsa"},
         choices={"source": (pc.SOURCES, "data"), "model": (pc.MODELS, None)},
     )
     c = common.trainer_config()

@@ -7,10 +7,11 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
-    source=standin|official   generated composite objects with part labels offline (default),
+    source=standin|official   generated composite objects with part labels offline,
                               or the official release: where `attnbench-data fetch
                               shapenetpart` puts it (`--config.data.dir` empty), or under
                               `--config.data.dir`
+                              (default: official at preset=paper, standin at cpu and smoke)
     k=128|256|512, mode=hard|soft   SAMSA's sampled tokens and sampler (Table 1: hard only)
     attn=<mechanism>          softmax for the full-attention column, or any mechanism
 
@@ -31,7 +32,7 @@ PRESETS = pc.PRESETS  # cpu and smoke (configs/pointcloud/common.py)
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    args = common.parse(arg, extra={"source": "standin"}, choices={"source": (pc.SOURCES, "data")})
+    args = common.parse(arg, extra=common.DATA_SOURCE, choices={"source": (pc.SOURCES, "data")})
     c = common.trainer_config()
     c.task = "pointcloud.shapenetpart"  # pointcloud/tasks.py
     c.preset = args.preset

@@ -16,7 +16,7 @@ from attnbench.papers.tables import Cell, Table, grid
 
 COLUMNS = ("PTB", "WikiText-2", "WikiText-103", "Avg")
 DATASETS = {"PTB": "ptb", "WikiText-2": "wikitext-2", "WikiText-103": "wikitext-103"}
-RECIPE = "language/gpt2.py:source=official"
+RECIPE = "language/gpt2.py"
 # GFSA's K per dataset in the authors' scripts (jeongwhanchoi/GFSA NLP/script_CLM/run_*.sh), the
 # recipe's default
 PAPER_K = {"PTB": 7, "WikiText-2": 9, "WikiText-103": 3}
@@ -27,7 +27,7 @@ def config(row: str, column: str, order: int = 0, even: bool = False) -> str | N
     `even` for GFSA_even) on a dataset column; None for the Avg column (a mean)."""
     if column not in DATASETS:
         return None
-    out = f"{RECIPE},dataset={DATASETS[column]}"
+    out = f"{RECIPE}:dataset={DATASETS[column]}"
     if "GFSA" in row:
         k = f",order={order}" if order and order != PAPER_K[column] else ""
         out += ",attn=gfsa" + k + (",even=1" if even else "")
@@ -41,8 +41,8 @@ def mean_of(_row: str, column: str) -> tuple[str, ...]:
 
 # #Params (M): the recipe's model from scratch (the checkpoint only fills its values)
 PARAMS_CONFIG = {
-    "GPT2": f"{RECIPE},checkpoint=none",
-    "GPT2 + GFSA": f"{RECIPE},checkpoint=none,attn=gfsa",
+    "GPT2": f"{RECIPE}:checkpoint=none",
+    "GPT2 + GFSA": f"{RECIPE}:checkpoint=none,attn=gfsa",
 }
 PARAMS_NOTE = (
     "printed 117M, GPT-2's own name for the small model; the Hugging Face checkpoint has "
@@ -59,12 +59,12 @@ ROWS = {
 # What the timing tables (24, 30) need beyond the recipes: the paper's GPU.
 NEEDS = {
     column: f"the {column} fine-tuning of the pretrained GPT-2 "
-    f"(configs/language/gpt2.py:source=official,dataset={name}) on a GPU"
+    f"(configs/language/gpt2.py:dataset={name}) on a GPU"
     for column, name in DATASETS.items()
 }
 NEEDS["Avg"] = (
     "the PTB, WikiText-2 and WikiText-103 fine-tunings of the pretrained GPT-2 "
-    "(configs/language/gpt2.py:source=official) on a GPU"
+    "(configs/language/gpt2.py) on a GPU"
 )
 
 NOTES = (

@@ -26,9 +26,9 @@ ROWS = {  # seconds per epoch in COLUMNS order
 
 # column -> the Graphormer recipe of Tables 4 and 5 (attn=softmax for Graphormer, gfsa for GFSA)
 RECIPE = {
-    "ZINC": "graphs/zinc.py:source=official",
-    "PCQM4M": "graphs/pcqm.py:source=official,version=v1",
-    "PCQM4Mv2": "graphs/pcqm.py:source=official,version=v2",
+    "ZINC": "graphs/zinc.py",
+    "PCQM4M": "graphs/pcqm.py:version=v1",
+    "PCQM4Mv2": "graphs/pcqm.py:version=v2",
 }
 
 

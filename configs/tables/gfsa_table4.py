@@ -2,7 +2,7 @@
 
 Numbers: GFSA (arXiv 2312.04234) Table 4; Table 20 (gfsa.table20) repeats them with the standard
 deviation over 4 seeds. Each cell trains Graphormer-SLIM on the official ZINC-12k files
-(`graphs/zinc.py:source=official`, softmax or GFSA with K = 2); list the cells:
+(`graphs/zinc.py`, softmax or GFSA with K = 2); list the cells:
 
     python -m scripts.reproduce gfsa.table4 --list
 """
@@ -18,7 +18,7 @@ ATTENTION = {"Graphormer": "softmax", "Graphormer + GFSA": "gfsa"}
 
 def config(row: str) -> str:
     """The recipe of a row: Graphormer-SLIM on ZINC-12k's official files."""
-    return f"graphs/zinc.py:source=official,attn={ATTENTION[row]}"
+    return f"graphs/zinc.py:attn={ATTENTION[row]}"
 
 
 NOTES = (

@@ -3,7 +3,7 @@ with GFSA.
 
 Numbers: GFSA (arXiv 2312.04234) Table 5; Table 21 (gfsa.table21) repeats them with the standard
 deviation over 4 seeds. Every cell trains Graphormer-base on the official OGB-LSC files
-(configs/graphs/pcqm.py:source=official,version=v1|v2, attn=softmax|gfsa; `config`); list the cells:
+(configs/graphs/pcqm.py:version=v1|v2, attn=softmax|gfsa; `config`); list the cells:
 
     python -m scripts.reproduce gfsa.table5 --list
 """
@@ -42,7 +42,7 @@ def config(row: str, column: str) -> str:
     """The recipe of a cell: Graphormer-base on the official OGB-LSC files of the column's
     dataset (GFSA's PCQM recipe: batch 1024, 300 epochs, K = 2, see configs/graphs/pcqm.py)."""
     version = VERSION[column.split()[0]]
-    return f"graphs/pcqm.py:source=official,version={version},attn={ATTENTION[row]}"
+    return f"graphs/pcqm.py:version={version},attn={ATTENTION[row]}"
 
 
 def metric(column: str) -> str:

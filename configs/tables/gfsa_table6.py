@@ -69,9 +69,9 @@ NOTES = (
 
 # GPS cells we run: the GraphGPS recipe of the column's dataset on its official files
 GPS_RECIPES = {
-    "Peptides-func AP": "graphs/peptides.py:kind=func,model=gps,source=official",
-    "Peptides-struct MAE": "graphs/peptides.py:kind=struct,model=gps,source=official",
-    "ZINC MAE": "graphs/zinc.py:model=gps,source=official",
+    "Peptides-func AP": "graphs/peptides.py:kind=func,model=gps",
+    "Peptides-struct MAE": "graphs/peptides.py:kind=struct,model=gps",
+    "ZINC MAE": "graphs/zinc.py:model=gps",
 }
 
 

@@ -101,9 +101,9 @@ def _args(column: str, row: str = "") -> str:
     prefix = "model=samsa,"
     if row.startswith("Peptides"):
         kind = "func" if "func" in row else "struct"
-        prefix = f"kind={kind},source=official,"
+        prefix = f"kind={kind},"
     elif row.startswith(("ModelNet40", "ShapeNetPart")):
-        prefix = "source=official,"
+        prefix = ""
     if column == "Full SA":
         return prefix + "attn=softmax"  # the SAMSA recipe with full softmax attention
     k, mode = column.split()

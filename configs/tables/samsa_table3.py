@@ -40,7 +40,7 @@ def config(row: str, column: str) -> str | None:
     if row == "GraphGPS + LapPE":
         return GPS[column]
     args = SAMSA.get((row, column))
-    return None if args is None else f"graphs/peptides.py:source=official,{args}"
+    return None if args is None else f"graphs/peptides.py:{args}"
 
 
 LRGB = "Dwivedi et al. 2022 (LRGB)"

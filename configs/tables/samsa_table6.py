@@ -73,7 +73,7 @@ NOTES = {
 def _config(row: str, column: str) -> str | None:
     dataset = column.split()[0]
     args = ARGS.get((row, dataset))
-    return None if args is None else f"{RECIPE[dataset]}:{args},source=official"
+    return None if args is None else f"{RECIPE[dataset]}:{args}"
 
 
 def _needs(row: str, column: str) -> str | None:

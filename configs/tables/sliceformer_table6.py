@@ -5,7 +5,7 @@ Numbers: Sliceformer (arXiv 2310.17683) Table 6; both rows are the authors' runs
 number is their re-run, not the Graphormer paper's own result; our reading, as Sec. 4.2 does not
 say). The "Size" column (parameters x 10^6) is computed exactly from the recipe's model
 (`attnbench.papers.exact:model_params_m`); the MAE cells train Graphormer-base on the official
-PCQM4M files (`graphs/pcqm.py:source=official,version=v1`, softmax or the authors'
+PCQM4M files (`graphs/pcqm.py:version=v1`, softmax or the authors'
 `sliceformer_graph` attention):
 
     python -m scripts.reproduce sliceformer.table6 --list     # the cells and what they need
@@ -24,7 +24,7 @@ ATTENTION = {"Graphormer": "softmax", "Sliceformer": "sliceformer_graph"}
 
 def config(row: str) -> str:
     """The recipe of a row: Graphormer-base on the official PCQM4M (v1) files."""
-    return f"graphs/pcqm.py:source=official,version=v1,attn={ATTENTION[row]}"
+    return f"graphs/pcqm.py:version=v1,attn={ATTENTION[row]}"
 
 
 def get_table() -> Table:

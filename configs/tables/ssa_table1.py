@@ -6,8 +6,8 @@ the last 10% of training). Columns, per dataset: dev/test perplexity (WikiText-1
 byte (Enwik8), and the normalised training Compute / Memory / Speed (C / M / S, S0 = 1).
 
 Numbers: SSA (arXiv 2306.01705) Table 1. The Ppl / BPB cells train the language recipes on the
-official data (`language/wikitext103.py:source=official,ssa=S12-L4,ft=1`,
-`language/enwik8.py:source=official,ssa=S12-L4`; `lm_config`). The C column is computed (no
+official data (`language/wikitext103.py:ssa=S12-L4,ft=1`,
+`language/enwik8.py:ssa=S12-L4`; `lm_config`). The C column is computed (no
 training); list the cells with
 
     python -m scripts.reproduce ssa.table1 --list
@@ -30,8 +30,8 @@ from attnbench.papers.tables import Cell, Table
 
 # The recipes of the language rows (official data; the paper preset).
 RECIPES = {
-    "WikiText-103": "language/wikitext103.py:source=official",
-    "Enwik8": "language/enwik8.py:source=official",
+    "WikiText-103": "language/wikitext103.py",
+    "Enwik8": "language/enwik8.py",
 }
 # The SSA rows each recipe takes (`ssa=`); the others are not runnable yet.
 RECIPE_ROWS = {
@@ -46,16 +46,18 @@ def lm_config(run: str, row: str, *, sampling: str = "local", ensemble: int = 0)
     of `ensemble` passes evaluated beside the dense one (S0: SSA passes over the dense model);
     None where the recipe lacks the row."""
     name = row.split()[0]
-    out = RECIPES[run]
+    args = []
     if name != "S0":
         if name not in RECIPE_ROWS[run]:
             return None
-        out += f",ssa={name}"
+        args.append(f"ssa={name}")
         if sampling != "local":
-            out += f",sampling={sampling}"
+            args.append(f"sampling={sampling}")
         if row.endswith("+FT"):
-            out += ",ft=1"
-    return out + (f",ensemble={ensemble}" if ensemble else "")
+            args.append("ft=1")
+    if ensemble:
+        args.append(f"ensemble={ensemble}")
+    return RECIPES[run] + (":" + ",".join(args) if args else "")
 
 
 def lm_cell(run: str, row: str, **kw) -> dict:

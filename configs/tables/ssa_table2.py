@@ -6,9 +6,10 @@ dimension and C / M / S normalised to S0. Right: Swin-T with 7x7 (W7) or 14x14 (
 W14-S<l>-L4 splits each 14x14 window into four 7x7 sub-windows in l layers; top-1 validation
 accuracy and C / M / S normalised to W14-S0.
 
-Numbers: SSA (arXiv 2306.01705) Table 2. The CIFAR-10 BPD cells train configs/language/cifar10.py on
-the official pickles (`source=official`, `ssa=S16-L4`, `ft=1`; `CIFAR_CONFIG`); the ImageNet rows
-run configs/vision/imagenet.py's Swin-T (`window=14`, `ssa=S10|S6`, `ft=1`; `IMAGENET_CONFIG`); the
+Numbers: SSA (arXiv 2306.01705) Table 2. The CIFAR-10 BPD cells train configs/language/cifar10.py
+(`ssa=S16-L4`, `ft=1`; `CIFAR_CONFIG`) on the official pickles at the paper preset, on the
+stand-in at cpu and smoke; the ImageNet rows run
+configs/vision/imagenet.py's Swin-T (`window=14`, `ssa=S10|S6`, `ft=1`; `IMAGENET_CONFIG`); the
 C columns are computed exactly (no training):
 
     python -m scripts.reproduce ssa.table2 --list
@@ -22,12 +23,12 @@ from __future__ import annotations
 from attnbench.papers.tables import Cell, Table
 from configs.tables.ssa_table1 import SPEED_COUNTERPART, compute_cell, counterpart, gpu_needs
 
-CIFAR_RECIPE = "language/cifar10.py:source=official"
+CIFAR_RECIPE = "language/cifar10.py"
 # CIFAR-10 row -> its recipe (configs/language/cifar10.py on the official pickles)
 CIFAR_CONFIG = {
     "S0 (Dense)": CIFAR_RECIPE,
-    "S16-L4": CIFAR_RECIPE + ",ssa=S16-L4",
-    "S16-L4 +FT": CIFAR_RECIPE + ",ssa=S16-L4,ft=1",
+    "S16-L4": CIFAR_RECIPE + ":ssa=S16-L4",
+    "S16-L4 +FT": CIFAR_RECIPE + ":ssa=S16-L4,ft=1",
 }
 GPU_NEEDS = {
     "CIFAR-10": gpu_needs(

@@ -5,7 +5,7 @@ Columns: validation MAE and normalised training compute, without and with +FT (S
 the last 10% of training).
 
 Numbers: SSA (arXiv 2306.01705) Table 3. The MAE cells train EGT-Simple small on the official
-PCQM4Mv2 files (`graphs/pcqm.py:source=official,version=v2,model=egt[,ssa=U<x>][,ft=1]`); the
+PCQM4Mv2 files (`graphs/pcqm.py:version=v2,model=egt[,ssa=U<x>][,ft=1]`); the
 Compute cells are computed exactly from the recipes' models (`attnbench.papers.exact:
 model_compute_ratio`: training-forward matmul FLOPs against S0's, at PCQM4Mv2's mean graph of 14
 heavy atoms plus the 4 virtual nodes); list the cells with
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from attnbench.papers.tables import Table, grid
 
-BASELINE = "graphs/pcqm.py:source=official,version=v2,model=egt"
+BASELINE = "graphs/pcqm.py:version=v2,model=egt"
 
 
 def config(row: str, finetune: bool = False, ensemble: int = 0) -> str:

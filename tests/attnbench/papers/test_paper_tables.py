@@ -27,9 +27,7 @@ def test_samsa_table1_holds_the_papers_numbers_and_sources():
     assert t.cell("Retrieval", "128 Soft").paper is None  # "-": not run by the authors
     assert t.cell("Retrieval", "128 Soft").runnable  # ... but we can run it
     assert t.cell("Peptides-struct (MAE)", "128 Hard").paper == 0.2458
-    assert t.cell("ModelNet40", "128 Hard").config == (
-        "pointcloud/modelnet40.py:source=official,k=128,mode=hard"
-    )
+    assert t.cell("ModelNet40", "128 Hard").config == ("pointcloud/modelnet40.py:k=128,mode=hard")
     # Full SA numbers the authors quoted from other papers are marked as quoted
     assert "MEGA" in t.cell("Text", "Full SA").quoted
     assert t.cell("ModelNet40", "Full SA").quoted is None  # run by the authors
@@ -39,7 +37,7 @@ def test_samsa_table1_holds_the_papers_numbers_and_sources():
     # ShapeNetPart (the point Transformer on the official releases) x 7 columns
     assert sum(c.runnable for c in t.cells) == 9 * 7
     assert t.cell("Peptides-struct (MAE)", "Full SA").config == (
-        "graphs/peptides.py:kind=struct,source=official,attn=softmax"
+        "graphs/peptides.py:kind=struct,attn=softmax"
     )
 
 

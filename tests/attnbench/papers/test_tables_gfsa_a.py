@@ -104,10 +104,10 @@ def test_gpt2_tables():
         assert t2.cell("GPT2", column).paper == t11.cell("GPT2", column).paper
     assert t11.plot == "lines"
     # every cell fine-tunes GPT-2 with configs/language/gpt2.py (Avg: the mean of the three)
-    recipe = "language/gpt2.py:source=official"
-    assert t2.cell("GPT2", "PTB").config == f"{recipe},dataset=ptb"
+    recipe = "language/gpt2.py"
+    assert t2.cell("GPT2", "PTB").config == f"{recipe}:dataset=ptb"
     assert (
-        t2.cell("GPT2 + GFSA", "WikiText-103").config == f"{recipe},dataset=wikitext-103,attn=gfsa"
+        t2.cell("GPT2 + GFSA", "WikiText-103").config == f"{recipe}:dataset=wikitext-103,attn=gfsa"
     )
     assert t2.cell("GPT2", "Avg").mean_of == ("PTB", "WikiText-2", "WikiText-103")
     # K=9 is the recipe's own K for WikiText-2: the same run as Table 2's GFSA cell
@@ -115,7 +115,7 @@ def test_gpt2_tables():
         t11.cell("GPT2 + GFSA (K=9)", "WikiText-2").config
         == t2.cell("GPT2 + GFSA", "WikiText-2").config
     )
-    assert t11.cell("GPT2 + GFSA (K=4)", "PTB").config == f"{recipe},dataset=ptb,attn=gfsa,order=4"
+    assert t11.cell("GPT2 + GFSA (K=4)", "PTB").config == f"{recipe}:dataset=ptb,attn=gfsa,order=4"
     assert sum(c.runnable for c in t11.cells) == 27
     assert t2.cell("GPT2", "#Params (M)").paper == 117.0
 
@@ -184,24 +184,20 @@ def test_graph_tables():
     for t in (t4, t20, t5):
         tables.validate(t)
         assert all(c.runnable for c in t.cells)
-    assert t4.cell("Graphormer + GFSA", "MAE").config == (
-        "graphs/zinc.py:source=official,attn=gfsa"
-    )
+    assert t4.cell("Graphormer + GFSA", "MAE").config == ("graphs/zinc.py:attn=gfsa")
     assert t5.cell("Graphormer", "PCQM4M Train").metric == "train_last.mae"
     assert t5.cell("Graphormer + GFSA", "PCQM4Mv2 Validate").config == (
-        "graphs/pcqm.py:source=official,version=v2,attn=gfsa"
+        "graphs/pcqm.py:version=v2,attn=gfsa"
     )
     params = t20.cell("Graphormer + GFSA", "#Params (M)")
     assert params.paper == 0.5 and params.exact == "attnbench.papers.exact:model_params_m"
-    assert params.exact_args == {"config": "graphs/zinc.py:source=official,attn=gfsa"}
+    assert params.exact_args == {"config": "graphs/zinc.py:attn=gfsa"}
     t6 = tables.load("gfsa.table6")
     tables.validate(t6)
     runnable = {(c.row, c.column) for c in t6.cells if c.runnable}
     gps_columns = ("Peptides-func AP", "Peptides-struct MAE", "ZINC MAE")
     assert runnable == {(r, c) for r in ("GPS", "GPS + GFSA") for c in gps_columns}
-    assert t6.cell("GPS + GFSA", "ZINC MAE").config == (
-        "graphs/zinc.py:model=gps,source=official,attn=gfsa"
-    )
+    assert t6.cell("GPS + GFSA", "ZINC MAE").config == ("graphs/zinc.py:model=gps,attn=gfsa")
     assert all(c.runnable or re.fullmatch(TABLE6_NEEDS, c.needs) for c in t6.cells)
     assert t6.cell("GPS", "MNIST Acc").needs == (
         "the MNIST superpixel task (graphs domain), not built yet"

@@ -80,14 +80,14 @@ def test_gpt2_tables_and_the_avg_that_does_not_add_up():
     assert "3307.7" in t24.cell("GPT2", "Avg").note
     assert t24.cell("GPT2", "PTB").needs == (
         "GPU timing of the paper's setting, which needs the PTB fine-tuning of the pretrained "
-        "GPT-2 (configs/language/gpt2.py:source=official,dataset=ptb) on a GPU"
+        "GPT-2 (configs/language/gpt2.py:dataset=ptb) on a GPU"
     )
     t37 = tables.load("gfsa.table37")
     assert t37.cell("GPT2 + GFSA_even", "PTB").config == (
-        "language/gpt2.py:source=official,dataset=ptb,attn=gfsa,even=1"
+        "language/gpt2.py:dataset=ptb,attn=gfsa,even=1"
     )
     assert t37.cell("GPT2 + GFSA", "WikiText-2").config == (
-        "language/gpt2.py:source=official,dataset=wikitext-2,attn=gfsa"
+        "language/gpt2.py:dataset=wikitext-2,attn=gfsa"
     )
     assert t37.cell("GPT2", "Avg").mean_of == ("PTB", "WikiText-2", "WikiText-103")
     assert t37.cell("GPT2", "Avg").config is None

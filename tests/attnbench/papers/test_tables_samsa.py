@@ -63,11 +63,11 @@ def test_table3_peptides_with_stds():
     # the SAMSA rows: Graph-Bridge on LRGB's official files; GraphGPS + LapPE: GPS's recipe
     assert _runnable(t) == 6
     assert t.cell("GraphGPS + LapPE", "Peptides-func (AP)").config == (
-        "graphs/peptides.py:kind=func,model=gps,source=official"
+        "graphs/peptides.py:kind=func,model=gps"
     )
     assert t.cell("GraphGPS + LapPE", "Peptides-struct (MAE)").quoted
     assert t.cell("24-layer hard-SAMSA", "Peptides-func (AP)").config == (
-        "graphs/peptides.py:source=official,kind=func,k=256,mode=hard"
+        "graphs/peptides.py:kind=func,k=256,mode=hard"
     )
     assert all(c.runnable or "model (graphs domain), not implemented" in c.needs for c in t.cells)
 
@@ -105,9 +105,9 @@ def test_table6_point_clouds():
     assert t.cell("hard-SAMSA", "ModelNet40 OA").quoted is None
     assert "part-segmentation model" in t.cell("DGCNN", "ShapeNetPart i. IoU").needs
     assert t.cell("hard-SAMSA", "ModelNet40 OA").config == (
-        "pointcloud/modelnet40.py:k=512,mode=hard,source=official"
+        "pointcloud/modelnet40.py:k=512,mode=hard"
     )
-    assert t.cell("PointNet", "ModelNet40 mAcc").config.endswith("model=pointnet,source=official")
+    assert t.cell("PointNet", "ModelNet40 mAcc").config.endswith("model=pointnet")
     assert "not implemented" in t.cell("KPConv", "ModelNet40 OA").needs
     # hard-SAMSA x 4, soft-SAMSA x 2, PointNet and DGCNN x 2 ModelNet40 columns
     assert _runnable(t) == 4 + 2 + 2 + 2

@@ -164,7 +164,7 @@ def test_table5_trains_the_vision_recipes_and_computes_the_sizes_and_table6_the_
     assert t6.higher_is_better["MAE"] is False
     assert all(c.runnable for c in t6.cells)
     assert t6.cell("Sliceformer", "MAE").config == (
-        "graphs/pcqm.py:source=official,version=v1,attn=sliceformer_graph"
+        "graphs/pcqm.py:version=v1,attn=sliceformer_graph"
     )
     size = t6.cell("Sliceformer", "Size")
     assert size.paper == 32.91 and size.exact == "attnbench.papers.exact:model_params_m"

@@ -46,9 +46,9 @@ def test_runnable_cells_are_the_exact_compute_cells_and_the_recipes():
                     (
                         "vision/imagenet.py:model=swin_t",
                         "graphs/pcqm.py:",
-                        "language/wikitext103.py:source=official",
-                        "language/enwik8.py:source=official",
-                        "language/cifar10.py:source=official",
+                        "language/wikitext103.py",
+                        "language/enwik8.py",
+                        "language/cifar10.py",
                     )
                 )
             if c.exact:
@@ -128,40 +128,36 @@ def test_spot_numbers_and_quoted_marks():
 
 
 def test_language_cells_name_their_recipes_and_the_same_missing_piece_has_the_same_wording():
-    wt = "language/wikitext103.py:source=official"
+    wt = "language/wikitext103.py"
     t1 = _t("ssa.table1")
-    assert t1.cell("S12-L4 +FT", "WikiText-103 dev Ppl").config == f"{wt},ssa=S12-L4,ft=1"
+    assert t1.cell("S12-L4 +FT", "WikiText-103 dev Ppl").config == f"{wt}:ssa=S12-L4,ft=1"
     assert t1.cell("S0 (Dense)", "WikiText-103 test Ppl").config == wt
-    assert t1.cell("S16-L2", "Enwik8 dev BPB").config == (
-        "language/enwik8.py:source=official,ssa=S16-L2"
-    )
-    assert t1.cell("S12-L4", "Enwik8 dev BPB").config == (
-        "language/enwik8.py:source=official,ssa=S12-L4"
-    )
+    assert t1.cell("S16-L2", "Enwik8 dev BPB").config == ("language/enwik8.py:ssa=S16-L2")
+    assert t1.cell("S12-L4", "Enwik8 dev BPB").config == ("language/enwik8.py:ssa=S12-L4")
     t4 = _t("ssa.table4")
     assert t4.cell("S12-L4 +FT", "Enwik8 Ensemble test").config == (
-        "language/enwik8.py:source=official,ssa=S12-L4,ft=1,ensemble=50"
+        "language/enwik8.py:ssa=S12-L4,ft=1,ensemble=50"
     )
     renorm, ensemble = (
         t4.cell("S0 (Dense)", "WikiText-103 Renorm. dev"),
         t4.cell("S0 (Dense)", "WikiText-103 Ensemble dev"),
     )
-    assert renorm.config == ensemble.config == f"{wt},ensemble=50"
+    assert renorm.config == ensemble.config == f"{wt}:ensemble=50"
     assert (renorm.metric, ensemble.metric) == (
         "val_last.perplexity",
         "val_last.perplexity_ensemble",
     )
-    enwik8_s0 = "language/enwik8.py:source=official,ensemble=50"
+    enwik8_s0 = "language/enwik8.py:ensemble=50"
     assert t4.cell("S0 (Dense)", "Enwik8 Ensemble dev").config == enwik8_s0
     assert t4.cell("S0 (Dense)", "Enwik8 Renorm. dev").config == enwik8_s0
     assert _t("ssa.table8").cell("25% attention +FT", "WikiText-103 Unbiased dev").config == (
-        f"{wt},ssa=S16-L4,sampling=unbiased,ft=1"
+        f"{wt}:ssa=S16-L4,sampling=unbiased,ft=1"
     )
     assert (
-        _t("ssa.table10").cell("S12-L8", "Ensemble test").config == f"{wt},ssa=S16-L8,ensemble=50"
+        _t("ssa.table10").cell("S12-L8", "Ensemble test").config == f"{wt}:ssa=S16-L8,ensemble=50"
     )
     assert _t("ssa.table2").cell("S16-L4 +FT", "CIFAR-10 BPD").config == (
-        "language/cifar10.py:source=official,ssa=S16-L4,ft=1"
+        "language/cifar10.py:ssa=S16-L4,ft=1"
     )
     gpu = _t("ssa.table1").cell("S16-L4", "WikiText-103 M").needs
     assert _t("ssa.table7").cell("WikiText-103", "Time/step (ms)").needs == gpu
@@ -181,8 +177,8 @@ def test_table3_compute_cells_are_ratios_of_the_egt_recipes():
     c = t3.cell("S6-U30", "+FT Compute")
     assert c.exact == "attnbench.papers.exact:model_compute_ratio"
     assert c.exact_args == {
-        "config": "graphs/pcqm.py:source=official,version=v2,model=egt,ssa=U30,ft=1",
-        "baseline": "graphs/pcqm.py:source=official,version=v2,model=egt",
+        "config": "graphs/pcqm.py:version=v2,model=egt,ssa=U30,ft=1",
+        "baseline": "graphs/pcqm.py:version=v2,model=egt",
         "finetune": 0.1,
     }
     assert tables.compute(t3.cell("S0 (Dense)", "w/o FT Compute")) == 1.0

@@ -4,7 +4,6 @@ authors' code's numbers."""
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 import pytest
 from flax import nnx
@@ -166,13 +165,14 @@ def test_paper_recipe_parameter_count():
     # 64-row bond table) has 489,481: 12 x 39,200 (blocks) + 5,120 (atoms) + 512 (bonds)
     # + 2,560 (hop matrices 40 x 8 x 8) + 320 (spatial 40 x 8) + 10,240 (degrees 2 x 64 x 80)
     # + 160 (final LN) + 81 (head) + 80 (graph token) + 8 (virtual distance).
-    authors = ml_collections.ConfigDict(c.model.to_dict())
-    authors.atom_dims, authors.bond_dims = (64,), (64,)
-    assert _count(authors) == 489_481
-    assert _count(authors, "gfsa") == 489_481 + 12 * 8  # one w_K per head and layer
-    # Ours embeds OGB's 9 atom (174 rows) and 3 bond (13 rows) features instead.
-    assert _count(c.model) == 489_481 + (174 - 64) * 80 + (13 - 64) * 8 == 497_873
-    assert abs(_count(c.model) - 500_000) / 500_000 < 0.01
+    # The paper preset reads ZINC-12k's own features: the authors' tables exactly.
+    assert tuple(c.model.atom_dims) == tuple(c.model.bond_dims) == (64,)
+    assert _count(c.model) == 489_481
+    assert _count(c.model, "gfsa") == 489_481 + 12 * 8  # one w_K per head and layer
+    # The offline stand-in embeds OGB's 9 atom (174 rows) and 3 bond (13 rows) features instead.
+    standin = config_lib.load("graphs/zinc.py:preset=paper,source=standin").model
+    assert _count(standin) == 489_481 + (174 - 64) * 80 + (13 - 64) * 8 == 497_873
+    assert abs(_count(standin) - 500_000) / 500_000 < 0.01
 
 
 def test_graphormer_base_reproduces_sliceformer_table6_counts():
