@@ -172,9 +172,9 @@ CASES = [
         "unknown attention 'nope'",
     ),
     (
-        "reproduce-all-without-attn",
-        lambda t: ["scripts.reproduce", "--all"],
-        "--all needs --attn",
+        "reproduce-report-with-attn",
+        lambda t: ["scripts.reproduce", "--all", "--attn", "softmax", "--report", f"{t}/c"],
+        "--report covers the papers' own cells; leave out --attn",
     ),
     (
         "import-missing-file",
