@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import pathlib
 
 from attnbench import io
@@ -51,7 +52,7 @@ def _trained(table, cell, root, preset: str) -> dict:
     section, _, name = cell.metric.partition(".")  # e.g. test_best.accuracy
     value = summaries.number(summary, path, "metrics", section, name)
     out = {
-        "run": str(path.parent),
+        "run": os.path.relpath(path.parent, root),  # under the run root: no machine's path
         "seconds": summaries.number(summary, path, "wall_time_s"),
         "data": summaries.string(summary, path, "data", "source"),
         "device": summaries.device(summary, path),

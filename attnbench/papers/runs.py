@@ -8,10 +8,18 @@ finished run of either serves both. `collect` turns the summaries of one table i
 (mean over seeds, provenance) for `attnbench.papers.render`. Summaries are read by
 `attnbench.papers.summaries`: one that is not a run summary (malformed JSON, a field of another
 type) is an `errors.DataError` naming the file and the field, never a cell left out.
+
+What a table shows (`select`): one scale, the preset asked for or else the largest with runs
+(`PRESETS` order: paper, cpu, smoke), plus its exact cells, which are the same at every preset.
+Run roots are read in order, and each cell shows the runs of the first root that has runs of it
+(at that preset); a later root's runs of that cell are ignored, and each entry names the root it
+came from (`roots`) and the later roots it hides (`ignored`), so the tables can say so. Every
+summary under every root is read, shown or not: a bad one is an error wherever it is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import pathlib
@@ -27,11 +35,20 @@ __all__ = [
     "run_dir",
     "run_dirs",
     "finished",
+    "Shown",
     "collect",
+    "collect_presets",
+    "results_at",
     "collect_substituted",
+    "collect_substituted_presets",
+    "select",
 ]
 
-PRESETS = ("paper", "cpu", "smoke")  # in this order: a table shows the first with runs
+PRESETS = (
+    "paper",
+    "cpu",
+    "smoke",
+)  # largest first: unless asked, a table shows the first with runs
 EXACT = "exact"  # the preset directory of computed (exact) cells
 
 
@@ -99,31 +116,53 @@ def _metric(summary: dict, path, metric: str) -> float | None:
     return summaries.number(summary, path, "metrics", section, name)
 
 
-def collect(table, runs_root) -> dict:
-    """`{(row, column): {"preset", "values", "sources", "devices", "revisions"}}` from the
-    summaries of each runnable cell, read from one run root or a list of them (for a seed
-    present in several, the first root wins)."""
-    paths, out = roots(runs_root), {}
+def _first(found: list[tuple[str, dict]]) -> dict | None:
+    """The entry of the first root in `found` (`[(root, entry)]`, in root order), naming that
+    root (`roots`) and the later roots whose runs of the cell it hides (`ignored`)."""
+    if not found:
+        return None
+    (root, entry), rest = found[0], found[1:]
+    return {**entry, "roots": [root], "ignored": [r for r, _ in rest]}
+
+
+def collect_presets(table, runs_root) -> dict[str, dict]:
+    """`{preset: {(row, column): entry}}` for `EXACT` (the exact cells) and each of `PRESETS`
+    (the trained cells with runs at it), from one run root or a list of them: each cell's
+    entry comes from the first root that has runs of it (see the module's docstring); within a
+    root, a cell's own runs and those of other tables' cells with its config merge per seed."""
+    paths = roots(runs_root)
+    out: dict[str, dict] = {p: {} for p in (EXACT, *PRESETS)}
     for cell in table.cells:
         if not cell.runnable:
             continue
         exact = cell.exact is not None
         for preset in (EXACT,) if exact else PRESETS:
-            by_seed = {}
+            found = []
             for root in paths:
                 bases = (
                     [run_dir(root, table.key, preset, cell, 0).parent]
                     if exact
                     else [d.parent for d in run_dirs(root, table.key, preset, cell, 0)]
                 )
+                by_seed = {}
                 for base in bases:  # its own runs, then those of the same config elsewhere
                     for seed, path in _seeds(base):
                         by_seed.setdefault(seed, path)
-            entry = _entry(by_seed, cell, preset, exact)
+                entry = _entry(by_seed, cell, preset, exact)
+                if entry is not None:
+                    found.append((str(root), entry))
+            entry = _first(found)
             if entry is not None:
-                out[(cell.row, cell.column)] = entry
-                break
-    for cell in table.cells:  # averages of other cells ("Avg" columns)
+                out[preset][(cell.row, cell.column)] = entry
+    return out
+
+
+def results_at(table, by_preset: dict, preset: str | None) -> dict:
+    """The results shown at `preset` (None: none of the trained cells'): the exact cells, the
+    trained cells' runs at `preset` from `collect_presets`, and the averages of those ("Avg"
+    columns) whose every part has a number at one preset."""
+    out = {**by_preset.get(EXACT, {}), **(by_preset.get(preset, {}) if preset else {})}
+    for cell in table.cells:
         parts = [out.get((cell.row, col)) for col in cell.mean_of]
         if (
             cell.mean_of
@@ -136,9 +175,23 @@ def collect(table, runs_root) -> dict:
                 sources=sorted({s for p in parts for s in p["sources"]}),
                 devices=sorted({d for p in parts for d in p["devices"]}),
                 revisions=sorted({r for p in parts for r in p["revisions"]}),
+                roots=sorted({r for p in parts for r in p["roots"]}),
+                ignored=[],
                 mean_of=len(parts),
             )
     return out
+
+
+def _largest(available) -> str | None:
+    return next((p for p in PRESETS if p in available), None)
+
+
+def collect(table, runs_root, preset: str | None = None) -> dict:
+    """`{(row, column): {"preset", "values", "failed", "sources", "devices", "revisions",
+    "roots", "ignored"}}` of one table at `preset` (None: the largest with runs of a trained
+    cell), read from one run root or a list of them (`collect_presets`, `results_at`)."""
+    by_preset = collect_presets(table, runs_root)
+    return results_at(table, by_preset, preset or _largest(p for p in PRESETS if by_preset[p]))
 
 
 # What a run that stopped on a failure (diverged training, non-finite evaluation outputs)
@@ -196,24 +249,65 @@ def _entry(by_seed: dict, cell, preset: str, exact: bool = False) -> dict | None
     )
 
 
-def collect_substituted(table, runs_root, sub) -> dict:
-    """Like `collect`, for the runs of `scripts.reproduce --attn` (`attnbench.papers.substitute`):
+def collect_substituted_presets(table, runs_root, sub) -> dict[str, dict]:
+    """Like `collect_presets`, for the runs of `scripts.reproduce --attn`
+    (`attnbench.papers.substitute`): `{preset: {(row, column): entry}}` for each of `PRESETS`,
     each runnable cell whose model has an attention, with `sub`'s mechanism in it."""
-    paths, out = roots(runs_root), {}
-    for cell in table.cells:
-        if not cell.runnable or cell.config is None:
-            continue
-        for preset in PRESETS:
+    paths = roots(runs_root)
+    out: dict[str, dict] = {p: {} for p in PRESETS}
+    for preset in PRESETS:
+        if not any(
+            substitute.run_dir(r, sub, preset, "x", 0).parent.parent.is_dir() for r in paths
+        ):
+            continue  # no run of the mechanism at this preset: no config to resolve
+        for cell in table.cells:
+            if not cell.runnable or cell.config is None:
+                continue
             digest = sub.digest(cell.config, preset)
             if digest is None:
-                break
-            by_seed = {}
+                continue
+            found = []
             for root in paths:
                 base = substitute.run_dir(root, sub, preset, digest, 0).parent
-                for seed, path in _seeds(base):
-                    by_seed.setdefault(seed, path)
-            entry = _entry(by_seed, cell, preset)
+                entry = _entry(dict(_seeds(base)), cell, preset)
+                if entry is not None:
+                    found.append((str(root), entry))
+            entry = _first(found)
             if entry is not None:
-                out[(cell.row, cell.column)] = entry
-                break
+                out[preset][(cell.row, cell.column)] = entry
     return out
+
+
+def collect_substituted(table, runs_root, sub, preset: str | None = None) -> dict:
+    """Like `collect`, for the runs of `scripts.reproduce --attn`: `sub`'s results at `preset`
+    (None: the largest at which it has runs of this table)."""
+    by_preset = collect_substituted_presets(table, runs_root, sub)
+    return by_preset.get(preset or _largest(p for p in PRESETS if by_preset[p]), {})
+
+
+@dataclasses.dataclass(frozen=True)
+class Shown:
+    """What one table shows: the preset (None when no trained cell has runs and none was asked
+    for), whether `--preset` asked for it, `{preset: cells with runs}` for every preset with
+    runs of the table (ours or, with `--attn`, the mechanism's), and the run roots in order."""
+
+    preset: str | None
+    asked: bool
+    available: dict
+    roots: tuple
+
+
+def select(table, runs_root, preset: str | None = None, sub=None) -> tuple[Shown, dict, dict]:
+    """`(shown, results, extra)`: the table at `preset` (None: the largest with runs of ours or,
+    with `sub`, of `sub`'s mechanism), our results there (`results_at`) and `sub`'s (`{}`
+    without `sub`)."""
+    ours = collect_presets(table, runs_root)
+    theirs = collect_substituted_presets(table, runs_root, sub) if sub else {}
+    available = {}
+    for p in PRESETS:
+        n = len(set(ours[p]) | set(theirs.get(p, {})))
+        if n:
+            available[p] = n
+    chosen = preset or _largest(available)
+    shown = Shown(chosen, preset is not None, available, tuple(str(r) for r in roots(runs_root)))
+    return shown, results_at(table, ours, chosen), theirs.get(chosen, {}) if chosen else {}
