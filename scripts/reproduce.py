@@ -100,12 +100,26 @@ def main(argv=None) -> int:
             todo += reproduce.table_jobs(table, cells, **plan)
     if args.list:
         return 0
-    status = jobs.run(todo, args.jobs)
+    status = jobs.run(_once(todo), args.jobs)
     if report and status < 128:  # a stopped sweep reports when it is run again to its end
         entries = coverage.rows(selected, root=args.runs, preset=args.preset)
         for path in coverage.write(entries, report, preset=args.preset, command=_command(argv)):
             print(f"coverage report: {path}", flush=True)
     return status
+
+
+def _once(todo: list) -> list:
+    """One job per distinct command: a cell of another table with the same config and seed
+    (SAMSA Table 2 reprints Table 1) reads that job's run as its twin's (`runs.run_dirs`)."""
+    seen, out = set(), []
+    for job in todo:
+        key = tuple(a for a in job.cmd if not a.startswith("--workdir="))
+        if key not in seen:
+            seen.add(key)
+            out.append(job)
+    if len(out) < len(todo):
+        print(f"{len(todo) - len(out)} run(s) shared with a cell of another table", flush=True)
+    return out
 
 
 def _command(argv) -> str:

@@ -3,18 +3,24 @@
     python -m scripts.tables                                  # all, into runs/rendered-tables
     python -m scripts.tables --out results/tables             # rebuild the committed tables
     python -m scripts.tables --tables samsa.table1 --latex    # one table, plus a LaTeX file
+    python -m scripts.tables --preset smoke --runs runs/mine  # your smoke runs of every table
     python -m scripts.tables --readme README.md               # also refresh the README's list
 
 Each cell shows ours (mean +/- std over seeds, the number of seeds when more than one) beside the
 paper's number, with markers for how ours was made: `*` reduced scale (preset `cpu` or `smoke`), `+`
 offline stand-in or generated data instead of the paper's dataset, `=` computed exactly (no
-training); a quoted paper number (the authors copied it from another paper) is marked `q`. Each file
-says which runs its numbers come from (preset, data, device, revision). Summaries are read from
-every `--runs` root (default: your runs under `runs/tables`, then the committed ones under
-`results/tables/runs`; for a seed present in both, the first root wins). Output is a pure function
-of the summaries: running it twice writes the same bytes. `leaderboard.md` ranks every mechanism run
-so far per task and on average (`attnbench.papers.leaderboard`), including the runs of
-`scripts.reproduce --attn NAME`. The summaries are read by `attnbench.papers.runs` and the files
+training); a quoted paper number (the authors copied it from another paper) is marked `q`.
+
+A table shows one scale: `--preset`, or else the largest with runs of the table (paper, then cpu,
+then smoke), and its header names it and each other preset with runs with the flag that shows it;
+exact cells are the same at every preset. Summaries are read from the `--runs` roots in order
+(default: your runs under `runs/tables`, then the committed ones under `results/tables/runs`;
+roots you give replace both): each cell shows the runs of the first root that has any of it at the
+shown preset, and a later root's runs of that cell are ignored (and listed as such). Each file says
+which runs its numbers come from (preset, data, device, revision, root). Output is a pure function
+of the summaries and options: running it twice writes the same bytes. `leaderboard.md` ranks every
+mechanism run so far per task and on average (`attnbench.papers.leaderboard`), including the runs
+of `scripts.reproduce --attn NAME`. The summaries are read by `attnbench.papers.runs` and the files
 rendered by `attnbench.papers.render`. A `summary.json` under a run root that is not a run summary
 (cut short, not JSON, a field of another type: `metrics.test_best.accuracy` a string, `device` a
 list) stops it with one line naming the file and the field, exit status 2, before any file is
@@ -39,7 +45,18 @@ def main(argv=None) -> int:
     parser = cli.ArgumentParser(prog=cli.prog("scripts.tables"), description=__doc__.split("\n")[0])
     parser.add_argument("--tables", nargs="*", default=None, help="default: every table")
     parser.add_argument(
-        "--runs", nargs="+", default=list(RUNS), help="run roots, the first wins per seed"
+        "--runs",
+        nargs="+",
+        default=list(RUNS),
+        metavar="DIR",
+        help=f"run roots, in order (default: {' '.join(RUNS)}; given ones replace these): "
+        + runs.RULE,
+    )
+    parser.add_argument(
+        "--preset",
+        choices=runs.PRESETS,
+        default=None,
+        help="the scale shown (default: per table, the largest with runs: paper, cpu, smoke)",
     )
     parser.add_argument(
         "--out",
@@ -82,14 +99,19 @@ def main(argv=None) -> int:
     todo = []
     for key in args.tables or known:
         table = tables.load(key)
-        results = runs.collect(table, args.runs)
-        extra = (sub.label, runs.collect_substituted(table, args.runs, sub)) if sub else None
-        todo.append((table, results, extra))
+        shown, results, theirs = runs.select(table, args.runs, args.preset, sub)
+        todo.append((table, shown, results, (sub.label, theirs) if sub else None))
     index_page = render.index_page(args.runs)
     board = leaderboard.collect(runs.roots(args.runs))
-    for table, results, extra in todo:
+    for table, shown, results, extra in todo:
         written = render.write(
-            table, results, args.out, extra=extra, latex=args.latex, plots=not args.no_plots
+            table,
+            results,
+            args.out,
+            extra=extra,
+            shown=shown,
+            latex=args.latex,
+            plots=not args.no_plots,
         )
         print(f"wrote {args.out}/{render.stem(table.key)}.{{{','.join(written)}}}")
     io.write_text(f"{args.out}/index.md", index_page)

@@ -7,7 +7,11 @@ Each cell shows ours (mean +/- std over seeds, the number of seeds when more tha
 the paper's number, with markers for how ours was made: `*` reduced scale (preset `cpu` or
 `smoke`), `+` offline stand-in or generated data instead of the paper's dataset, `=` computed
 exactly (no training); a quoted paper number (the authors copied it from another paper) is
-marked `q`. Output is a pure function of the results: rendering twice gives the same bytes.
+marked `q`. A table shows one scale (`runs.select`): its header says which preset is shown, the
+other presets with runs and the flag that shows each, and the rule that picked each cell's runs
+from the run roots; its provenance lines name, per group of cells, the preset, data, device,
+revision and run root, and the cells whose runs in a later root were ignored. Output is a pure
+function of the results: rendering twice gives the same bytes.
 """
 
 from __future__ import annotations
@@ -129,8 +133,10 @@ def _extra_columns(extra, entry) -> dict:
 
 
 def _provenance(table, results) -> list[str]:
-    """One line per (preset, data, device, revision) combination among our numbers."""
+    """One line per (preset, data, device, revision, run root) combination among our numbers,
+    then one per (preset, later root) whose runs of shown cells were ignored."""
     groups: dict[tuple, int] = {}
+    ignored: dict[tuple, int] = {}
     for entry in results.values():
         if "mean_of" in entry:
             continue  # an average of cells listed on their own
@@ -139,21 +145,72 @@ def _provenance(table, results) -> list[str]:
             ", ".join(entry["sources"]),
             "; ".join(entry["devices"]),
             ", ".join(entry["revisions"]),
+            ", ".join(f"`{r}`" for r in entry.get("roots", [])),
         )
         groups[key] = groups.get(key, 0) + 1
+        for root in entry.get("ignored", []):
+            ignored[(entry["preset"], root)] = ignored.get((entry["preset"], root), 0) + 1
     lines = []
-    for (preset, sources, devices, revs), n in sorted(groups.items()):
+    for (preset, sources, devices, revs, where), n in sorted(groups.items()):
         if preset == runs.EXACT:
             how = f"computed exactly (`python -m scripts.reproduce {table.key}`)"
         else:
             how = f"`python -m scripts.reproduce {table.key} --preset {preset}`"
-        lines.append(f"- {n} cell(s): {how}; data: {sources}; device: {devices}; revision {revs}")
+        lines.append(
+            f"- {n} cell(s): {how}; data: {sources}; device: {devices}; revision {revs}"
+            + (f"; runs from {where}" if where else "")
+        )
+    for (preset, root), n in sorted(ignored.items()):
+        flag = "" if preset == runs.EXACT else f" --preset {preset}"
+        lines.append(
+            f"- {n} of these cell(s) also have runs under `{root}`, ignored: an earlier run "
+            f"root has runs of them (`--runs {root}{flag}` shows those)"
+        )
     return lines
 
 
-def render(table, results: dict, extra: tuple[str, dict] | None = None) -> tuple[str, str]:
+def _shown(table, shown) -> list[str]:
+    """The header's lines on what is shown: the preset, the others with runs (and the flag
+    that shows each), and the rule that picks each cell's runs from the run roots."""
+    if shown is None:
+        return []
+    lines = []
+    if any(c.config is not None and c.exact is None for c in table.cells):
+        p, available = shown.preset, shown.available
+        also = [
+            f"`{q}`, {n} cell{'s' if n > 1 else ''}, `--preset {q}`"
+            for q, n in available.items()
+            if q != p
+        ]
+        if p is None:
+            text = (
+                "Shown: no preset: no trained cell has runs yet (`python -m scripts.reproduce "
+                f"{table.key} --preset cpu` runs them)"
+            )
+        elif shown.asked and p not in available:
+            text = f"Shown: `{p}` preset, as asked, which has no runs of this table yet"
+        elif shown.asked:
+            text = f"Shown: `{p}` preset, as asked"
+        else:
+            text = f"Shown: `{p}` preset, the largest scale with runs"
+        text += f" (also: {'; '.join(also)})." if also else "."
+        if any(c.exact is not None for c in table.cells):
+            text += " Exact (`=`) cells are the same at every preset."
+        lines += [text, ""]
+    names = ", then ".join(f"`{r}`" for r in shown.roots)
+    if len(shown.roots) > 1:
+        lines.append(f"Runs: from {names}: {runs.RULE}.")
+    else:
+        lines.append(f"Runs: from {names}.")
+    return lines + [""]
+
+
+def render(
+    table, results: dict, extra: tuple[str, dict] | None = None, shown=None
+) -> tuple[str, str]:
     """(markdown, csv) of `table` with `results` from `runs.collect`; `extra` = `(label, results
-    of runs.collect_substituted)` adds that mechanism's number to every cell it ran in."""
+    of runs.collect_substituted)` adds that mechanism's number to every cell it ran in; `shown`
+    (`runs.Shown`, from `runs.select`) puts what is shown, and from which runs, in the header."""
     grid, notes = _cells(table, results)
     lines = [
         HEADER_MD,
@@ -168,6 +225,7 @@ def render(table, results: dict, extra: tuple[str, dict] | None = None) -> tuple
         "exist, `n/a` not runnable yet (see below), `elsewhere` "
         "reproduced by another command (see below), empty: not run yet.",
         "",
+        *_shown(table, shown),
         "| | " + " | ".join(table.columns) + " |",
         "|---|" + "---|" * len(table.columns),
     ]
@@ -202,6 +260,7 @@ def render(table, results: dict, extra: tuple[str, dict] | None = None) -> tuple
                     data=",".join(entry["sources"]) if entry else "",
                     device=";".join(entry["devices"]) if entry else "",
                     revision=",".join(entry["revisions"]) if entry else "",
+                    runs=";".join(entry.get("roots", [])) if entry else "",
                     config=cell.config or "",
                     exact=cell.exact or "",
                     elsewhere=cell.elsewhere or "",
@@ -374,7 +433,7 @@ def index(runs_root, link: str = "results/tables/") -> str:
     ]
     for key in tables.names():
         table = tables.load(key)
-        results = runs.collect(table, runs_root)
+        by_preset = runs.collect_presets(table, runs_root)
         cells = table.cells
         trained = sum(c.config is not None for c in cells)
         exact = sum(c.exact is not None for c in cells)
@@ -393,12 +452,8 @@ def index(runs_root, link: str = "results/tables/") -> str:
             )
             if n
         ]
-        by_preset: dict[str, int] = {}
-        for entry in results.values():
-            if "mean_of" in entry:
-                continue
-            by_preset[entry["preset"]] = by_preset.get(entry["preset"], 0) + 1
-        ours = ", ".join(f"{n} {p}" for p, n in sorted(by_preset.items())) or "-"
+        counts = {p: len(found) for p, found in by_preset.items() if found}  # every preset
+        ours = ", ".join(f"{n} {p}" for p, n in sorted(counts.items())) or "-"
         lines.append(
             f"| [`{key}`]({link}{stem(key)}.md) | {_first_sentence(table.caption)} | "
             f"{parts[0]}: {', '.join(parts[1:])} | {ours} |"
@@ -428,11 +483,14 @@ def index_page(runs_root) -> str:
     return HEADER_MD + "\n# Paper tables\n\n" + index(runs_root, "")
 
 
-def write(table, results: dict, out, *, extra=None, latex: bool = False, plots: bool = True):
+def write(
+    table, results: dict, out, *, extra=None, shown=None, latex: bool = False, plots: bool = True
+):
     """Writes `<out>/<stem>.md` and `.csv`, `.tex` with `latex`, `.png` with `plots` when the
-    table has enough of our numbers; returns the suffixes written."""
+    table has enough of our numbers; returns the suffixes written (`render` for `extra` and
+    `shown`)."""
     base = f"{out}/{stem(table.key)}"
-    md, text = render(table, results, extra)
+    md, text = render(table, results, extra, shown)
     io.write_text(f"{base}.md", md)
     io.write_text(f"{base}.csv", text)
     written = ["md", "csv"]

@@ -31,6 +31,7 @@ from attnbench.papers import substitute, summaries, tables
 __all__ = [
     "PRESETS",
     "EXACT",
+    "RULE",
     "roots",
     "run_dir",
     "run_dirs",
@@ -50,6 +51,12 @@ PRESETS = (
     "smoke",
 )  # largest first: unless asked, a table shows the first with runs
 EXACT = "exact"  # the preset directory of computed (exact) cells
+# How the run roots, read in order, are combined (`collect_presets`), as the help and the tables'
+# headers say it.
+RULE = (
+    "each cell shows the runs of the first root that has any of it at the shown preset, and a "
+    "later root's runs of that cell are ignored (and listed as such)"
+)
 
 
 def _slug(text: str) -> str:
@@ -183,6 +190,7 @@ def results_at(table, by_preset: dict, preset: str | None) -> dict:
 
 
 def _largest(available) -> str | None:
+    """The largest of the presets in `available` (a set or dict of them), or None."""
     return next((p for p in PRESETS if p in available), None)
 
 
@@ -191,7 +199,7 @@ def collect(table, runs_root, preset: str | None = None) -> dict:
     "roots", "ignored"}}` of one table at `preset` (None: the largest with runs of a trained
     cell), read from one run root or a list of them (`collect_presets`, `results_at`)."""
     by_preset = collect_presets(table, runs_root)
-    return results_at(table, by_preset, preset or _largest(p for p in PRESETS if by_preset[p]))
+    return results_at(table, by_preset, preset or _largest({p for p in PRESETS if by_preset[p]}))
 
 
 # What a run that stopped on a failure (diverged training, non-finite evaluation outputs)
@@ -282,7 +290,7 @@ def collect_substituted(table, runs_root, sub, preset: str | None = None) -> dic
     """Like `collect`, for the runs of `scripts.reproduce --attn`: `sub`'s results at `preset`
     (None: the largest at which it has runs of this table)."""
     by_preset = collect_substituted_presets(table, runs_root, sub)
-    return by_preset.get(preset or _largest(p for p in PRESETS if by_preset[p]), {})
+    return by_preset.get(preset or _largest({p for p in PRESETS if by_preset[p]}), {})
 
 
 @dataclasses.dataclass(frozen=True)
