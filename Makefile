@@ -6,7 +6,10 @@
 PYTHON ?= $(shell tools/find-python 2>/dev/null)
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= test,molecules,pointcloud
+EXTRAS ?= test,molecules,pointcloud,standins
+# The ZINC stand-in's MOSES molecules: a wheel whose declared dependencies (torch, pomegranate
+# 0.12) the stand-in never uses and pip cannot build here, installed without them (pyproject.toml).
+NO_DEPS_STANDINS := molsets
 WORKDIR ?= runs/listops-cpu
 comma := ,
 STAMP = $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
@@ -18,6 +21,7 @@ $(VENV)/.installed-%: pyproject.toml constraints.txt
 	@if ! $(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then \
 	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet --upgrade pip; fi
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[$(EXTRAS)]'
+	$(if $(findstring standins,$(EXTRAS)),$(BIN)/pip install --quiet --no-deps -c constraints.txt $(NO_DEPS_STANDINS))
 	touch $@
 
 venv: $(STAMP)
@@ -47,7 +51,7 @@ wheel-check:
 # default .venv, given the cuda extra (GPU_EXTRAS) on first use. `make test-gpu` runs the fast
 # suite on the GPU plus the tests marked `gpu` (fused kernels at bf16; skipped on a CPU);
 # `make gpu-check` then measures every accelerator target into results/bench/gpu/.
-GPU_EXTRAS ?= test,cuda,molecules,pointcloud
+GPU_EXTRAS ?= test,cuda,molecules,pointcloud,standins
 GPU_PYTHON ?= $(BIN)/python
 GPU_CHECK_ARGS ?=  # e.g. --accuracy 2: also train ListOps in f32 and bf16, 2 seeds each
 
