@@ -4,8 +4,11 @@
 in `<workdir>/reproduce.log`, in its own process group (so Ctrl-C reaches only the parent, which
 stops them), with a Linux parent-death signal and `$ATTNBENCH_PARENT_PID` (the trainer's own
 watchdog): a parent killed with SIGKILL leaves no orphan behind. SIGINT/SIGTERM cancel the queue
-and stop the running jobs; they resume from their last checkpoint when started again. Progress
-and an ETA are printed as jobs finish.
+and stop the running jobs; they resume from their last checkpoint when started again. A line
+names each job when it starts (with its log) and when it ends (with the sweep's ETA); between
+them the running jobs' step, loss and ETA (from their metrics.jsonl) are one line rewritten
+every second on a terminal, or a line per job every 30 s in a log (no tqdm: its bars assume
+one known total, where each job here reports its own).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -110,9 +114,57 @@ def _progress(workdir: pathlib.Path) -> str:
         record = json.loads(last)
     except ValueError:
         return f"of {total} steps"
-    loss = record.get("loss")
-    loss_text = f", loss {loss:.4g}" if isinstance(loss, (int, float)) else ""
-    return f"step {record.get('step')}/{total}{loss_text}"
+    loss, step, rate = record.get("loss"), record.get("step"), record.get("steps_per_s")
+    text = f"step {step}/{total}"
+    if isinstance(loss, (int, float)):
+        text += f", loss {loss:.4g}"
+    numbers = all(isinstance(x, (int, float)) for x in (step, total, rate))
+    if numbers and rate > 0 and total >= step:  # training steps only: evaluations add to it
+        text += f", ETA {_duration((total - step) / rate)}"
+    return text
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+class _Status:
+    """Where the running cells are: on a terminal one line rewritten every second; otherwise
+    (a log file, CI) a line per running cell every `STATUS_EVERY` seconds."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stdout
+        self.live = self.stream.isatty()
+        self.every = 1.0 if self.live else STATUS_EVERY
+        self.last = time.perf_counter()
+        self.shown = False
+
+    def clear(self) -> None:
+        """Before a permanent line: the live line is erased."""
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self.shown = False
+
+    def update(self, running: list[Job], done: int, total: int) -> None:
+        if not running or time.perf_counter() - self.last < self.every:
+            return
+        self.last = time.perf_counter()
+        if not self.live:
+            for job in running:
+                print(
+                    f"  running {job.label}: {_progress(job.workdir)}", file=self.stream, flush=True
+                )
+            return
+        parts = [f"{job.label}: {_progress(job.workdir)}" for job in running]
+        width = shutil.get_terminal_size((120, 20)).columns - 1
+        line = f"[{done}/{total} done] " + " | ".join(parts)
+        self.stream.write("\r\033[K" + line[:width])
+        self.stream.flush()
+        self.shown = True
 
 
 def run(jobs: list[Job], parallel: int = 1) -> int:
@@ -120,7 +172,7 @@ def run(jobs: list[Job], parallel: int = 1) -> int:
     number when SIGINT/SIGTERM stopped them."""
     t0 = time.perf_counter()
     failed, finished, started = 0, 0, 0
-    last_status = time.perf_counter()
+    status = _Status()
     queue = list(jobs)
     running: dict[subprocess.Popen, tuple[Job, object]] = {}
     stop_signal: list[int] = []
@@ -136,14 +188,12 @@ def run(jobs: list[Job], parallel: int = 1) -> int:
                 log = open(job.workdir / "reproduce.log", "a")  # noqa: SIM115 (closed when done)
                 running[_start(job.cmd, log)] = (job, log)
                 started += 1
+                status.clear()
                 print(
                     f"[start {started}/{len(jobs)}] {job.label} (log: {job.workdir}/reproduce.log)",
                     flush=True,
                 )
-            if running and time.perf_counter() - last_status >= STATUS_EVERY:
-                last_status = time.perf_counter()
-                for job, _ in running.values():
-                    print(f"  running {job.label}: {_progress(job.workdir)}", flush=True)
+            status.update([job for job, _ in running.values()], finished, len(jobs))
             for p in [p for p in running if p.poll() is not None]:
                 job, log = running.pop(p)
                 log.close()
@@ -153,19 +203,21 @@ def run(jobs: list[Job], parallel: int = 1) -> int:
                 if p.returncode:
                     failed += 1
                     why = _last_error(job.workdir / "reproduce.log")
-                    status = (
+                    outcome = (
                         f"FAILED (exit {p.returncode}{': ' + why if why else ''}; see "
                         f"{job.workdir}/reproduce.log)"
                     )
                 else:
-                    status = "done"
+                    outcome = "done"
+                status.clear()
                 print(
                     f"[{finished}/{len(jobs)} {elapsed:.0f}s, ETA {eta:.0f}s] {job.label}: "
-                    f"{status}",
+                    f"{outcome}",
                     flush=True,
                 )
             time.sleep(0.1)
     finally:
+        status.clear()
         if running:
             _stop(list(running))
             for _, log in running.values():

@@ -1,9 +1,11 @@
 """scripts.reproduce: runs the selected cells once, skips finished ones, lists what it cannot
 run."""
 
+import io
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -172,3 +174,43 @@ def test_a_running_cells_progress_comes_from_its_records(tmp_path):
         f.write(json.dumps({"step": 100, "split": "val", "accuracy": 0.5}) + "\n")
         f.write(json.dumps({"step": 150, "split": "train", "loss": 1.25}) + "\n")
     assert jobs._progress(tmp_path) == "step 150/400, loss 1.25"
+    with open(tmp_path / "metrics.jsonl", "a") as f:  # 250 steps left at 2 steps/s
+        f.write(json.dumps({"step": 150, "split": "train", "loss": 1.0, "steps_per_s": 2.0}))
+        f.write("\n")
+    assert jobs._progress(tmp_path) == "step 150/400, loss 1, ETA 2m05s"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_on_a_terminal_the_running_cells_are_one_rewritten_line(tmp_path):
+    from attnbench.launch import jobs
+
+    workdir = tmp_path / "a"
+    workdir.mkdir()
+    (workdir / "config.json").write_text(json.dumps({"total_steps": 10}))
+    record = {"step": 4, "split": "train", "loss": 0.5, "steps_per_s": 1.0}
+    (workdir / "metrics.jsonl").write_text(json.dumps(record) + "\n")
+    job = jobs.Job("cell A seed 0", workdir, ("true",))
+    term = _Terminal()
+    status = jobs._Status(term)
+    status.last -= 2  # a second has passed
+    status.update([job, job], 3, 7)
+    assert (
+        term.getvalue()
+        == (
+            "\r\033[K[3/7 done] cell A seed 0: step 4/10, loss 0.5, ETA 0m06s | "
+            "cell A seed 0: step 4/10, loss 0.5, ETA 0m06s"
+        )[: shutil.get_terminal_size((120, 20)).columns - 1 + 4]
+    )
+    status.clear()
+    assert term.getvalue().endswith("\r\033[K") and not status.shown
+    log = io.StringIO()  # not a terminal: a line per running cell, every STATUS_EVERY seconds
+    status = jobs._Status(log)
+    status.update([job], 0, 1)
+    assert log.getvalue() == ""
+    status.last -= jobs.STATUS_EVERY
+    status.update([job], 0, 1)
+    assert log.getvalue() == "  running cell A seed 0: step 4/10, loss 0.5, ETA 0m06s\n"
