@@ -1,5 +1,6 @@
 """attnbench.papers.leaderboard: mechanisms ranked per task from summaries, ties shared, failures
-last; a summary that is not a run summary is an error naming the file and the field."""
+last; a summary that is not a run summary is an error naming the file and the field. (Task
+variants, seeds, the chance mark and failed.json: test_leaderboard_variants.py.)"""
 
 import json
 
@@ -52,16 +53,17 @@ def test_ranks_per_task_with_ties_failures_and_the_best_config(tmp_path, capsys)
     )
     results = leaderboard.collect([tmp_path])
     assert capsys.readouterr().err == ""
-    assert "nothing" not in results[("t1", "cpu", "generated")]
-    assert results[("t1", "cpu", "generated")]["linear"]["config"] == "lin-small"
+    t1_key = ("t1", "cpu", "generated", "")  # a task with one variant
+    assert "nothing" not in results[t1_key]
+    assert results[t1_key]["linear"]["config"] == "lin-small"
     md = leaderboard.render(results)
     t1 = md.split("## t1 (cpu preset")[1].split("##")[0]
     assert t1.index("`linear` | 0.7000") < t1.index("`softmax` | 0.5000")
-    assert "| - | `mine` | failed (non-finite) | 0 (1 failed) |" in t1
+    assert "| - | `mine` | failed (n=0, 1 failed) | - |" in t1
     t2 = md.split("## t2 (cpu preset")[1].split("##")[0]
     assert "| 1 | `linear` |" in t2 and "| 1 | `softmax` |" in t2
     t3 = md.split("## t3 (cpu preset")[1].split("##")[0]
-    assert "| 1 | `linear` | 0.1000 |" in t3 and "test mae" in t3
+    assert "| 1 | `linear` | 0.1000 (n=1) | - |" in t3 and "test mae" in t3
     average = md.split("## Average rank (cpu preset")[1].split("##")[0]
     assert "| `linear` | 1.00 | 3 |" in average and "| `softmax` | 1.67 | 3 |" in average
     assert "`mine`" not in average
