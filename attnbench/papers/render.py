@@ -184,8 +184,8 @@ def _shown(table, shown) -> list[str]:
         ]
         if p is None:
             text = (
-                "Shown: no preset: no trained cell has runs yet (`python -m scripts.reproduce "
-                f"{table.key} --preset cpu` runs them)"
+                "Shown: no runs of the trained cells at any preset yet (`python -m "
+                f"scripts.reproduce {table.key} --preset cpu` makes some)"
             )
         elif shown.asked and p not in available:
             text = f"Shown: `{p}` preset, as asked, which has no runs of this table yet"
@@ -426,7 +426,8 @@ def _first_sentence(text: str, limit: int = 90) -> str:
 
 def index(runs_root, link: str = "results/tables/") -> str:
     """The markdown list of every table: what it holds, what we can reproduce, what we have
-    (`link`: the tables' folder relative to the file the list goes in)."""
+    (the cells with runs at each preset, every preset: not only the one a table shows; `link`:
+    the tables' folder relative to the file the list goes in)."""
     lines = [
         "| table | what | cells | ours so far |",
         "|---|---|---|---|",

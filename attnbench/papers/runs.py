@@ -45,11 +45,8 @@ __all__ = [
     "select",
 ]
 
-PRESETS = (
-    "paper",
-    "cpu",
-    "smoke",
-)  # largest first: unless asked, a table shows the first with runs
+# Largest scale first: unless `--preset` asks for another, a table shows the first with runs.
+PRESETS = ("paper", "cpu", "smoke")
 EXACT = "exact"  # the preset directory of computed (exact) cells
 # How the run roots, read in order, are combined (`collect_presets`), as the help and the tables'
 # headers say it.
