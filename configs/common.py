@@ -93,10 +93,12 @@ def trainer_config() -> ml_collections.ConfigDict:
     c.optimizer.weight_decay = 0.0  # decoupled weight decay
     c.optimizer.grad_clip_norm = 0.0  # global-norm clipping; 0 = off
     c.schedule = ml_collections.ConfigDict()
-    c.schedule.name = "warmup_cosine"  # warmup_cosine or a product of LRA factors
+    # warmup_cosine, warmup_linear or a product of LRA factors (attnbench/optim.py)
+    c.schedule.name = "warmup_cosine"
     c.schedule.warmup_steps = 0  # linear warmup steps
     c.schedule.steps_per_cycle = 0  # LRA cosine_decay period; 0 = the whole run after warmup
-    c.schedule.end_factor = 0.0  # warmup_cosine: final lr as a fraction of the peak
+    c.schedule.start_factor = 0.0  # warmup_cosine / _linear: first lr as a fraction of the peak
+    c.schedule.end_factor = 0.0  # warmup_cosine / _linear: final lr as a fraction of the peak
     return c
 
 

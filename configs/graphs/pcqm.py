@@ -27,8 +27,10 @@ Config argument (comma-separated `key=value`):
 
 Sources, cited below: [commands.txt] / [model.py] the Sliceformer authors' Graphormer fork
 (DaShenZi721/sliceformer `Graphormer/`, Graphormer v1.0); [gfsa] GFSA (arXiv 2312.04234)
-App. O.1; [ssa] SSA (arXiv 2306.01705) §4.3 / App. B.3 and the EGT PCQM4M small config
-(shamim-hussain/egt `configs/main/pcqm4m/egt_small.json`).
+App. O.1; [ssa] SSA (arXiv 2306.01705) §4.3 / App. B.3 ("the same hyperparameters and training
+scheme as" EGT, Hussain et al. KDD 2022) and [egt_small.json] the EGT PCQM4M small config
+(shamim-hussain/egt `configs/main/pcqm4m/egt_small.json`, removed in commit fe9582c) with the
+TF training scheme it runs under (`pcqm4m.mat`: `lib/training/schemes/`).
 """
 
 from __future__ import annotations
@@ -135,8 +137,8 @@ def _graphormer(c, args) -> None:
 def _egt(c, args) -> None:
     """EGT-small, EGT-Simple variant (edge channel only as an attention bias): [ssa] 6 layers,
     11M parameters; the EGT PCQM4M small config: width 512, edge width 128, 32 heads, FFN x1,
-    4 virtual nodes, distances up to 16 hops, dropout 0.1, lr 2e-4, batch 128, warm-up 60k,
-    1M steps. SSA: no attention dropout."""
+    4 virtual nodes, distances up to 16 hops, dropout 0.1, no degree scaler, lr 2e-4, batch 128,
+    warm-up 60k, quarter-period cosine to 0 at 1M steps. SSA: no attention dropout."""
     m = ml_collections.ConfigDict()
     m.encoder = "egt"  # graphs/backbones/egt.py (field meanings in its `egt` builder)
     m.egt_variant = "simple"  # [ssa] "EGT-Simple": edges reduced to an attention bias
@@ -150,6 +152,10 @@ def _egt(c, args) -> None:
     m.num_virtual_nodes = 4  # [egt_small.json] 4 virtual nodes
     m.upto_hop = 16  # [egt_small.json] distances up to 16 hops
     m.dropout = 0.1  # [egt_small.json] dropout 0.1
+    # [egt_small.json] no scale_degree, so the TF scheme's default False (egt
+    # lib/training/schemes/scheme_base.py): no log(1 + sum of gates) degree scaler. The PyTorch
+    # repo's PCQM4Mv2 configs (egt_pytorch configs/pcqm4mv2/*.yaml, 47M and up) turn it on.
+    m.scale_degree = False
     m.dtype = "auto"
     m.atom_dims = graph_common.ATOM_DIMS
     m.bond_dims = graph_common.BOND_DIMS
@@ -161,7 +167,13 @@ def _egt(c, args) -> None:
     c.batch_size = 128  # [egt_small.json] batch 128
     c.optimizer.lr = 2e-4  # [egt_small.json] lr 2e-4
     c.optimizer.weight_decay = 0.0
-    c.schedule.name = "constant*linear_warmup*linear_decay"
+    # [egt_small.json] warmup_steps and total_steps run the TF scheme's WarmUpAndCosine (egt
+    # lib/training/schemes/scheme_base.py, lib/base/genutil/warmup.py; min_lr 0): linear from 0
+    # to the peak, then peak * cos(pi/2 * progress), a quarter period, to 0 at the last step.
+    # Theirs reaches the peak one step earlier ((t + 1) / w in the warm-up; ours t / w). The
+    # PyTorch repo (egt_pytorch lib/training/training_mixins.py) decays by a half-period cosine
+    # to min_lr 1e-6 instead; this recipe follows the small config's TF code throughout.
+    c.schedule.name = "constant*linear_warmup*quarter_cosine_decay"
     c.schedule.warmup_steps = 60_000  # [egt_small.json] warm-up 60k
     c.total_steps = 1_000_000  # [egt_small.json] 1M steps
     c.eval_every = 10_000

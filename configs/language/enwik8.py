@@ -87,10 +87,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.optimizer.lr = 1e-3  # [ssa] Adam, max lr 1e-3
     c.optimizer.b1, c.optimizer.b2 = 0.9, 0.98  # fairseq's LM default (not stated in [ssa])
     c.optimizer.weight_decay = 0.0
-    c.schedule.name = "warmup_cosine"
+    # [ssa] "4,000 warmup steps followed by linear decay", max lr 1e-3, min lr 5e-4: linear
+    # from 0 to 1e-3 in 4,000 steps, then linear to 5e-4 (0.5 x peak) at step 10,000. The
+    # warm-up's first lr is not stated: from 0, as the WikiText-103 recipe's.
+    c.schedule.name = "warmup_linear"
     c.schedule.warmup_steps = 4_000  # [ssa] 4,000 warm-up steps
-    # [ssa] "then linear decay" to min lr 5e-4: here cosine to the same floor (0.5 x peak)
-    c.schedule.end_factor = 0.5
+    c.schedule.end_factor = 5e-4 / 1e-3  # [ssa] minimum learning rate 0.0005
     if args.attn:
         common.swap_attention(c, args.attn)
     lm.ssa_attention(

@@ -161,16 +161,24 @@ SAMSA_TABLE8 = {
 def samsa(c, *, train_examples: int, k: int, mode: str, drop_path: float = 0.0) -> None:
     """SAMSA Tables 7-8 row of the task `c.task` (SAMSA_TABLE8): AdamW (0.9, 0.999), batch 32,
     lr 1e-3 with 2000 linear warm-up steps then cosine annealing, clipping 2.0, weight decay
-    0.01, 50 epochs of `train_examples`; pre-RMSNorm encoder, d_attention = d_model (no column
-    in Table 8), sinusoidal positions; `k` sampled tokens per head (0: 128, Table 1's smallest
-    column) with sampler `mode`. Every LRA row here runs with `drop_path` 0.
+    0.01, 50 epochs; pre-RMSNorm encoder, d_attention = d_model (no column in Table 8),
+    sinusoidal positions; `k` sampled tokens per head (0: 128, Table 1's smallest column) with
+    sampler `mode`. Every LRA row here runs with `drop_path` 0.
+
+    The 50 epochs are passes over the training split the run reads (`config.epochs`: the
+    trainer sets the steps from it, `attnbench.train.with_epochs`, the last batch of an epoch
+    partial); `train_examples`, that split's size, gives the recipe's estimate of them
+    (`total_steps`, `eval_every`: once per epoch).
 
     Pooling is not in the paper, nor in the authors' code (HySonLab/SAMSA) as far as we could
     read it: we mean-pool."""
     t, row = SAMSA_TRAIN, SAMSA_TABLE8[c.task]
     c.batch_size = c.eval_batch_size = t["batch"]
-    c.total_steps = t["epochs"] * train_examples // t["batch"]
-    c.eval_every = c.log_every = max(train_examples // t["batch"], 1)  # once per epoch
+    per_epoch = -(-train_examples // t["batch"])  # steps of an epoch, the last batch partial
+    c.epochs = t["epochs"]  # SAMSA Table 7: 50 epochs (LRA rows)
+    c.eval_every_epochs = 1
+    c.total_steps = t["epochs"] * per_epoch
+    c.eval_every = c.log_every = per_epoch  # once per epoch
     c.optimizer.lr = t["lr"]
     c.optimizer.b1, c.optimizer.b2, c.optimizer.eps = 0.9, 0.999, 1e-8
     c.optimizer.weight_decay = t["weight_decay"]

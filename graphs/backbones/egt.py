@@ -24,7 +24,8 @@ egt_layers.py`, `egt.py`, `egt_molgraph.py`, `lib/data/graph_dataset/structural_
         Q, K, V = split(hl W_qkv);  E = el W_E;  G = el W_G                (per head)
         H^ = clip(Q K^T / sqrt(d), -5, 5) + E
         A~ = softmax_j(H^) * sigmoid(G)            (padded keys: -1e9 on both, i.e. weight 0)
-        V^ = A~ V, times log(1 + sum_j sigmoid(G_ij)) on non-virtual rows  (`scale_degree`)
+        V^ = A~ V, times log(1 + sum_j sigmoid(G_ij)) on non-virtual rows  (`scale_degree`,
+             optional: on in the PyTorch configs, off in the small config below)
         h = h + drop(V^ W_O);  h = h + drop(W_2 elu(W_1 LN(h)))   (FFN width dim * multiplier)
     and, in the full variant, the edge channel is updated from the unnormalised H^:
         e = e + drop(H^ W_Oe);  e = e + drop(W_2e elu(W_1e LN(e))), in every layer but the last
@@ -38,7 +39,11 @@ egt_layers.py`, `egt.py`, `egt_molgraph.py`, `lib/data/graph_dataset/structural_
     LayerNorm 1 / 0, epsilon 1e-5); the authors' code does not re-initialise.
   * PCQM4M "small" config (TF repo github.com/shamim-hussain/egt, `configs/main/pcqm4m/
     egt_small.json`, commit before fe9582c): width 512, edge width 128, 6 layers, 32 heads, FFN
-    multiplier 1.0, MLP ratios [1, 1], 4 virtual nodes, 16 hops, dropout 0.1, lr 2e-4.
+    multiplier 1.0, MLP ratios [1, 1], 4 virtual nodes, 16 hops, dropout 0.1, lr 2e-4; it sets
+    no `scale_degree`, so its scheme's default applies (`lib/training/schemes/scheme_base.py`:
+    False): no degree scaler. That is this module's default (`scale_degree=False`); the
+    PyTorch code's training default (`lib/training/schemes/egt_training.py`) and its PCQM4Mv2 /
+    MolPCBA / MolHIV configs have it on.
 
 Attention (`attention_impl`):
   * "egt" (default): the gated, clipped attention above, written here (`egt_attention`): a
@@ -152,7 +157,7 @@ def egt_attention(
     src=None,
     clip=(-5.0, 5.0),
     num_virtual_nodes: int = 0,
-    scale_degree: bool = True,
+    scale_degree: bool = False,
     dropout_rate: float = 0.0,
     dropout_key=None,
 ):
@@ -166,7 +171,8 @@ def egt_attention(
       src: None (all sources) or `[B, S]` int32 sources per graph (`sample_sources`).
       clip: `(lo, hi)` clipping of the scaled dot products, or None.
       num_virtual_nodes: the first tokens, whose rows the degree scaler leaves at 1.
-      scale_degree: multiply by log(1 + sum of the gates over the sources).
+      scale_degree: multiply each non-virtual row by log(1 + sum of its gates over the
+        sources), the "degree scaler" (off in the small config).
       dropout_rate, dropout_key: dropout on the gated weights (training).
 
     Returns:
@@ -376,6 +382,8 @@ class EGT(nnx.Module):
       feature_offset, edge_feature_offset: rows per feature in the node / edge tables (the
         authors': 128 and 8; 0 for compact tables, as `graphs.backbones.graphormer.feature_layout`).
       upto_hop: hop distances are clipped to `upto_hop + 1` (unreachable pairs too).
+      scale_degree: the degree scaler of every layer (`egt_attention`); off, as the small
+        config.
       mlp_ratios: readout MLP widths as multiples of `dim` (the last must give `dim`).
       variant: "simple" (EGT-Simple) or "full"; attention_impl: "egt" or "mechanism".
     """
@@ -396,7 +404,7 @@ class EGT(nnx.Module):
         dropout: float = 0.0,
         edge_dropout: float = 0.0,
         clip_logits=(-5.0, 5.0),
-        scale_degree: bool = True,
+        scale_degree: bool = False,
         variant: str = "simple",
         attention_impl: str = "egt",
         atom_dims: Sequence[int] | None = None,
@@ -669,7 +677,8 @@ def egt(*, model_cfg, attention_cfg, max_len: int, rngs):
     """EGT from a model section. Fields (defaults: the PCQM4M "small" EGT-Simple):
     num_layers, dim, edge_dim (128), num_heads, ffn_multiplier (1.0), edge_ffn_multiplier (1.0),
     mlp_ratios ((1.0, 1.0)), num_virtual_nodes (4), upto_hop (16), dropout (0.0; the authors'
-    node MHA / FFN dropout), edge_dropout (0.0), clip_logits ((-5, 5)), scale_degree (True),
+    node MHA / FFN dropout), edge_dropout (0.0), clip_logits ((-5, 5)), scale_degree (False:
+    the small config's; True: log(1 + sum of the gates) on every non-virtual row),
     egt_variant ("simple" | "full"), attention_impl ("egt" | "mechanism"), atom_dims and
     bond_dims (OGB's), feature_offset (128), edge_feature_offset (8), dtype ("float32").
     Attention dropout is config.attention.dropout_rate (SSA: 0). SSA's S6-U<x> is
@@ -692,7 +701,7 @@ def egt(*, model_cfg, attention_cfg, max_len: int, rngs):
         dropout=get("dropout", 0.0),
         edge_dropout=get("edge_dropout", 0.0),
         clip_logits=get("clip_logits", (-5.0, 5.0)),
-        scale_degree=get("scale_degree", True),
+        scale_degree=bool(get("scale_degree", False)),
         variant=get("egt_variant", "simple"),
         attention_impl=get("attention_impl", "egt"),
         atom_dims=None if atom_dims is None else tuple(atom_dims),

@@ -1,4 +1,5 @@
-"""LRA schedules against their closed forms; the grain pipelines' coverage and state."""
+"""Schedules against their closed forms (LRA's factors, EGT's quarter-period cosine, the named
+warm-up schedules with their first and final lr); the grain pipelines' coverage and state."""
 
 import ml_collections
 import numpy as np
@@ -63,6 +64,56 @@ def test_piecewise_constant_step_drop():
             optim.make_schedule(cfg, 1.0, total_steps=100)
     cpu = config_lib.load("pointcloud/dynamics.py:preset=cpu")  # short_run drops it
     assert cpu.schedule.name == "constant*linear_warmup" and cpu.schedule.boundaries == ()
+
+
+def _named(name, *, start=0.0, end=0.0, warmup=100, total=1100):
+    cfg = ml_collections.ConfigDict(
+        dict(name=name, warmup_steps=warmup, steps_per_cycle=0, start_factor=start,
+             end_factor=end)
+    )  # fmt: skip
+    return optim.make_schedule(cfg, 2.0, total_steps=total)
+
+
+@pytest.mark.parametrize("step", [0, 1, 50, 99, 100, 101, 600, 1099, 1100, 1500])
+def test_warmup_cosine_start_and_end_factors_match_closed_form(step):
+    """Warm-up linear from lr * start_factor (timm's warmup_lr) to lr in 100 steps, then a
+    half-period cosine to lr * end_factor (timm's min_lr) at step 1100, held after."""
+    lr, lo, hi = 2.0, 2.0 * 0.01, 2.0 * 0.1
+    if step < 100:
+        expected = lo + (lr - lo) * step / 100
+    else:
+        p = min((step - 100) / 1000, 1.0)
+        expected = hi + (lr - hi) * 0.5 * (1 + np.cos(np.pi * p))
+    got = float(_named("warmup_cosine", start=0.01, end=0.1)(step))
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("step", [0, 1, 50, 99, 100, 101, 600, 1099, 1100, 1500])
+def test_warmup_linear_matches_closed_form(step):
+    """The same warm-up, then a straight line to lr * end_factor at step 1100, held after."""
+    lr, lo, hi = 2.0, 2.0 * 0.05, 2.0 * 0.5
+    if step < 100:
+        expected = lo + (lr - lo) * step / 100
+    else:
+        expected = lr + (hi - lr) * min((step - 100) / 1000, 1.0)
+    got = float(_named("warmup_linear", start=0.05, end=0.5)(step))
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("step", [0, 30, 100, 350, 2550, 4999, 5000, 5300])
+def test_quarter_cosine_decay_is_egts_warmup_and_cosine(step):
+    """EGT's TF WarmUpAndCosine (min_lr 0): lr * cos(pi/2 * progress) after the warm-up, a
+    quarter period from the peak to 0 at the last step (not 0.5 * (1 + cos(pi * progress)))."""
+    f = _sched("constant*linear_warmup*quarter_cosine_decay", warmup=100, lr=2.0)
+    expected = 2.0 * min(step / 100, 1.0)
+    if step > 100:
+        expected *= np.cos(0.5 * np.pi * min((step - 100) / 4900, 1.0))
+    np.testing.assert_allclose(float(f(step)), expected, rtol=1e-5, atol=1e-6)  # float32
+
+
+def test_start_factor_outside_unit_interval_is_an_error():
+    with pytest.raises(errors.ConfigError, match=r"config.schedule.start_factor=1.5"):
+        _named("warmup_cosine", start=1.5)
 
 
 def _split(n=50):

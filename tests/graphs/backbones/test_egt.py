@@ -1,8 +1,8 @@
 """EGT (`graphs.backbones.egt`): the whole model against a float64 numpy reference written from the
-authors' equations (EGT-Simple and full, gates, clipping, degree scaler, virtual nodes), the
-SSA-gathered attention against the same reference restricted to the sampled sources, padding
-and permutation invariance, SSA's sampler on graphs, jit and gradients, the self-ensemble, +FT's
-dense pass, config errors, and the parameter count of SSA's EGT-small."""
+authors' equations (EGT-Simple and full, gates, clipping, degree scaler on and off, virtual
+nodes), the SSA-gathered attention against the same reference restricted to the sampled
+sources, padding and permutation invariance, SSA's sampler on graphs, jit and gradients, the
+self-ensemble, +FT's dense pass, config errors, and the parameter count of SSA's EGT-small."""
 
 import jax
 import jax.numpy as jnp
@@ -48,9 +48,13 @@ def _batch(graphs, nodes=7, edges=14):
     return collate([ds[i] for i in range(len(ds))])
 
 
-def _model(attn=None, *, variant="simple", impl="egt", clip=(-0.3, 0.3), layers_=2, seed=1):
+def _model(
+    attn=None, *, variant="simple", impl="egt", clip=(-0.3, 0.3), layers_=2, seed=1, degree=True
+):
     """A small EGT whose parameters are numpy draws (`_fill`): building it abstractly compiles
-    nothing, where a real init compiles one random program per parameter shape (seconds)."""
+    nothing, where a real init compiles one random program per parameter shape (seconds). The
+    degree scaler is on unless `degree=False` (the module's default, the small config, is off:
+    on, the tests cover one more term of the reference)."""
     abstract = nnx.eval_shape(
         lambda: egt.EGT(
             num_layers=layers_, dim=8, edge_dim=4, num_heads=2,
@@ -58,7 +62,7 @@ def _model(attn=None, *, variant="simple", impl="egt", clip=(-0.3, 0.3), layers_
             edge_ffn_multiplier=2.0, mlp_ratios=(0.5, 1.0), num_virtual_nodes=NV,
             upto_hop=HOPS, clip_logits=clip, variant=variant, attention_impl=impl,
             atom_dims=ATOM_DIMS, bond_dims=BOND_DIMS, feature_offset=ATOM_OFF,
-            edge_feature_offset=BOND_OFF, rngs=nnx.Rngs(params=0),
+            edge_feature_offset=BOND_OFF, scale_degree=degree, rngs=nnx.Rngs(params=0),
         )
     )  # fmt: skip
     graphdef, state = nnx.split(abstract)
@@ -186,8 +190,9 @@ def _inputs(model, graph):
     return h, ee
 
 
-def _reference(model, graph, *, variant="simple", clip=(-0.3, 0.3), native=True):
-    """The model's output for one graph, without padding, in float64."""
+def _reference(model, graph, *, variant="simple", clip=(-0.3, 0.3), native=True, degree=True):
+    """The model's output for one graph, without padding, in float64 (`degree`: the degree
+    scaler of the native attention)."""
     h, e = _inputs(model, graph)
     t = len(h)
     heads, dh = 2, 4
@@ -198,7 +203,7 @@ def _reference(model, graph, *, variant="simple", clip=(-0.3, 0.3), native=True)
             qkv = _lin(hl, layer.lin_qkv).reshape(t, 3, heads, dh)
             q, k, v = qkv[:, 0], qkv[:, 1], qkv[:, 2]
             gates = _lin(el, layer.lin_g)
-            att = _attention_ref(q, k, v, bias, gates, range(t), clip, NV)
+            att = _attention_ref(q, k, v, bias, gates, range(t), clip, NV, degree=degree)
             a_out = _lin(att.reshape(t, -1), layer.lin_o)
         else:
             at = layer.attn
@@ -262,8 +267,9 @@ def test_mechanism_impl_matches_reference(graphs, batch):
 def _attention(q, k, v, e, g, mask, src):
     e, g = egt.take_pairs(e, src), egt.take_pairs(g, src)
     return egt.egt_attention(
-        q, k, v, e, g, mask=mask, src=src, clip=(-0.5, 0.5), num_virtual_nodes=1
-    )
+        q, k, v, e, g, mask=mask, src=src, clip=(-0.5, 0.5), num_virtual_nodes=1,
+        scale_degree=True,
+    )  # fmt: skip
 
 
 def test_sampled_attention_matches_reference_on_sources():
@@ -282,6 +288,78 @@ def test_sampled_attention_matches_reference_on_sources():
         real = [j for j in src[i] if mask[i, j]]
         ref = _attention_ref(q[i], k[i], v[i], e[i], g[i], real, (-0.5, 0.5), 1)
         np.testing.assert_allclose(np.asarray(out[i]), ref, atol=1e-5, rtol=1e-5)
+
+
+@jax.jit
+def _dense_attention(q, k, v, e, g, mask):
+    off, _ = egt.egt_attention(q, k, v, e, g, mask=mask, num_virtual_nodes=2)  # the default
+    on, _ = egt.egt_attention(q, k, v, e, g, mask=mask, num_virtual_nodes=2, scale_degree=True)
+    return off, on
+
+
+def test_degree_scaler_off_by_default_and_on_as_the_naive_reference():
+    """EGT's degree scaler (`scale_degree`; off by default, as the small config): off, the
+    attention is the gated softmax alone; on, each non-virtual target row is that times
+    log(1 + the sum of its gates over the real sources), written here as plain loops; the
+    virtual nodes' rows (the first 2) are never scaled."""
+    rng = np.random.default_rng(4)
+    b, t, h, d = 2, 5, 2, 3
+    q, k, v = (rng.normal(size=(b, t, h, d)) for _ in range(3))
+    e, g = rng.normal(size=(b, t, t, h)), rng.normal(size=(b, t, t, h))
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 1, 0]], bool)
+    f32 = lambda x: jnp.asarray(x, jnp.float32)
+    off, on = (np.asarray(x) for x in _dense_attention(*map(f32, (q, k, v, e, g)), mask))
+    scaled = 0
+    for i in range(b):
+        real = [j for j in range(t) if mask[i, j]]
+        plain = _attention_ref(q[i], k[i], v[i], e[i], g[i], real, None, 2, degree=False)
+        np.testing.assert_allclose(off[i], plain, atol=1e-5, rtol=1e-5)
+        for n in range(t):
+            for a in range(h):
+                gates = [1 / (1 + np.exp(-g[i, n, j, a])) for j in real]
+                factor = 1.0 if n < 2 else np.log(1 + sum(gates))
+                np.testing.assert_allclose(on[i, n, a], factor * plain[n, a], atol=1e-5)
+                scaled += n >= 2 and abs(factor - 1) > 0.05
+    assert scaled > 0  # the scaler is not a no-op on this draw
+
+
+def test_scale_degree_config_field_reaches_every_layer():
+    """`config.model.scale_degree` (absent: off, the small config's) sets every layer's scaler;
+    the count of FLOPs drops the scaler's products with it."""
+    from attnbench.nn import flops
+
+    def build(**extra):
+        cfg = ml_collections.ConfigDict(
+            {"num_layers": 2, "dim": 8, "edge_dim": 4, "num_heads": 2, **extra}
+        )
+        return nnx.eval_shape(
+            lambda: backbones.build(
+                "egt", model_cfg=cfg, attention_cfg={"name": "softmax"}, max_len=8,
+                rngs=nnx.Rngs(0),
+            )
+        )  # fmt: skip
+
+    counts = {}
+    for name, extra in (("absent", {}), ("off", {"scale_degree": False}),
+                        ("on", {"scale_degree": True})):  # fmt: skip
+        model = build(**extra)
+        assert [layer.scale_degree for layer in model.layers] == [name == "on"] * 2
+        tally = flops.Tally(train=False, examples=1, elementwise=True)
+        backbones.count_flops("egt", model, tally, n=6, masked=True)
+        counts[name] = sum(tally.flops.values())
+    assert counts["absent"] == counts["off"] == counts["on"] - 2 * 6 * 8  # n x heads x head_dim
+
+
+def test_forward_without_degree_scaler_matches_float64_reference(graphs, batch):
+    """The whole model with the scaler off against the float64 reference without it; the same
+    parameters with it on give other outputs. Two layers: the readout reads the virtual nodes,
+    whose own rows are never scaled, so only a second layer passes the scaler on to it."""
+    off = _model(layers_=2, degree=False)
+    out = np.asarray(_forward(off, batch))
+    ref = np.stack([_reference(off, g, degree=False) for g in graphs])
+    np.testing.assert_allclose(out, ref, atol=2e-5, rtol=1e-5)
+    with_scaler = np.stack([_reference(off, g, degree=True) for g in graphs])
+    assert not np.allclose(out, with_scaler, atol=1e-3)
 
 
 @pytest.mark.slow
