@@ -56,6 +56,7 @@ def _trained(table, cell, root, preset: str) -> dict:
         "seconds": summaries.number(summary, path, "wall_time_s"),
         "data": summaries.string(summary, path, "data", "source"),
         "device": summaries.device(summary, path),
+        "revision": summaries.revision(summary, path),
     }
     if value is None or not math.isfinite(value):
         return {**out, "status": "failed", "reason": f"{cell.metric} is missing or not finite"}
@@ -98,6 +99,7 @@ def write(entries: list[dict], stem, *, preset: str, command: str) -> tuple[path
         "command": command,
         "counts": counts,
         "devices": sorted({e["device"] for e in entries if e.get("device")}),
+        "revisions": sorted({e["revision"] for e in entries if e.get("revision")}),
         "git_revision": io.git_revision(),
     }
     json_path = stem.with_suffix(".json")
@@ -106,7 +108,9 @@ def write(entries: list[dict], stem, *, preset: str, command: str) -> tuple[path
         f"# Coverage of the paper tables at the `{preset}` preset",
         "",
         f"Written by `{command}` at revision {meta['git_revision'][:7]}; runs on "
-        f"{'; '.join(meta['devices']) or 'no device'}. Each trainable cell ran once (seed 0; "
+        f"{'; '.join(meta['devices']) or 'no device'} at revision(s) "
+        f"{', '.join(meta['revisions']) or '-'} (a sweep resumed after a change keeps the runs "
+        "it had finished). Each trainable cell ran once (seed 0; "
         "cells with the same config share one run) and is `ok` when its run's summary has a "
         "finite value of the cell's metric. `seconds`: the run's wall time from its summary. "
         "Data: `official`, `standin` (offline substitute) or `generated`.",
