@@ -73,7 +73,8 @@ def trainer_config() -> ml_collections.ConfigDict:
     c.async_checkpoints = True  # orbax async saves (atomic either way)
     c.data_workers = 0  # input worker processes for heavy decoding (0: one prefetch thread)
     # Where metric records go besides metrics.jsonl (always written): "tensorboard" adds event
-    # files in <workdir>/tensorboard (attnbench.writers); may change when a run is resumed.
+    # files in <workdir>/tensorboard, "wandb" a Weights & Biases run (the wandb extra;
+    # attnbench.writers), e.g. "tensorboard,wandb"; may change when a run is resumed.
     c.writers = "jsonl"
     # Evaluators by name (attnbench/evaluators.py), e.g. {"cls": {"type": "classification"}};
     # empty: the task's own (sum, count) metrics.

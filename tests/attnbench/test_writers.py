@@ -90,8 +90,10 @@ def test_writers_can_change_when_a_run_resumes(tmp_path):
 
 
 def test_unknown_writers_and_bad_runs_are_one_line(tmp_path, capsys):
-    with pytest.raises(errors.ConfigError, match=r"unknown 'wandb'; known: jsonl, tensorboard"):
-        writers.parse("jsonl,wandb")
+    with pytest.raises(
+        errors.ConfigError, match=r"unknown 'mlflow'; known: jsonl, tensorboard, wandb"
+    ):
+        writers.parse("jsonl,mlflow")
     assert writers.parse(["tensorboard"]) == ("jsonl", "tensorboard")
     config = config_lib.load(SMOKE)
     config.writers = "tensorbord"
