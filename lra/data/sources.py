@@ -130,8 +130,8 @@ catalog.register(
         "one parenthesised expression and its value (0-9) per line",
         arrange=_arrange_release("listops-1000"),
         count=_count_listops,
-        notes="The ListOps config reads these files with --config.data.source=official (its "
-        "default is the generator); add --config.data.max_length=2000, LRA's length. "
+        notes="The ListOps config reads these files at preset=paper (the cpu and smoke presets "
+        "use the generator; --config.data.source=official reads them at any preset). "
         + _ONE_DOWNLOAD,
     )
 )
@@ -239,8 +239,8 @@ def _pathfinder(resolution: int, title: str, configs: tuple[str, ...]) -> None:
             arrange=_arrange_release(f"pathfinder{resolution}"),
             count=_count_pathfinder,
             notes=_PATHFINDER_NOTES
-            + "The Pathfinder config reads it with --config.data.source=official (its default is "
-            "the generator). " + _ONE_DOWNLOAD,
+            + "The Pathfinder config reads it at preset=paper (the cpu and smoke presets use the "
+            "generator; --config.data.source=official reads it at any preset). " + _ONE_DOWNLOAD,
         )
     )
 
