@@ -626,7 +626,8 @@ def load(
         "standin_for": "PCQM4Mv2 (HOMO-LUMO gap, eV): QM9 molecules (<= 9 heavy atoms, C N O "
         "F), B3LYP/6-31G(2df,p) gaps vs PCQM4Mv2's B3LYP/6-31G*; never compare with the papers' "
         "PCQM4Mv2 MAE",
-        "molecules": f"QM9 from qm9pack ({', '.join(map(str, paths))})"
+        # the package's files by their names inside it: no machine's path in a summary
+        "molecules": f"QM9 from qm9pack 1.0.3 ({', '.join(QM9_FILES)})"
         if source_file is None
         else ", ".join(map(str, paths)),
         "seed": int(seed),

@@ -454,7 +454,10 @@ def load(
         )
     description = {
         "cache": f"graphs/{directory.name}",
-        "molecules": f"MOSES training SMILES ({path})" if source_file is None else str(path),
+        # the wheel's file by its name inside it: no machine's path in a summary
+        "molecules": f"MOSES training SMILES (molsets 0.3.1: {MOSES_FILE})"
+        if source_file is None
+        else str(path),
         "seed": int(seed),
         "splits": stats,
         "target": "penalized logP: "
