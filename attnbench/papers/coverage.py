@@ -17,7 +17,6 @@ A cell is one of:
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import pathlib
@@ -133,8 +132,3 @@ def write(entries: list[dict], stem, *, preset: str, command: str) -> tuple[path
     md_path = stem.with_suffix(".md")
     io.write_text(md_path, "\n".join(lines) + "\n")
     return json_path, md_path
-
-
-def load(path) -> dict:
-    """A written coverage report (`<stem>.json`)."""
-    return json.loads(pathlib.Path(path).read_text())
