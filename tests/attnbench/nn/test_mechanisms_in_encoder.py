@@ -25,6 +25,26 @@ PARAM_COUNTS = {
     "grf_dense": 11_786 + 4 * 11,
     "grf_asym": 11_786 + 4 * 4,  # f: [4 heads, hops 3 + 1]
     "gfsa": 11_786 + 4,  # w_K per head
+    # no parameters of their own
+    # no parameters of their own (BigBird's random blocks are a buffer)
+    "bigbird": 11_786,
+    "bigbird_dense": 11_786,
+    "longformer": 11_786,
+    "longformer_dense": 11_786,
+    "sparse_transformer": 11_786,
+    "sparse_transformer_dense": 11_786,
+    "cosformer": 11_786,
+    "efficient_attention": 11_786,
+    "sinkformer": 11_786,
+    # no query/key projections; R: [4 heads, 41, 41]
+    "synthesizer_random": 11_786 - 2 * 32 * 32 + 4 * 41 * 41,
+    # no query/key projections; W1 [32, 4, 8], b1 [4, 8], W2 [8, 41] shared by heads, b2 [41]
+    "synthesizer_dense": 11_786 - 2 * 32 * 32 + 32 * 4 * 8 + 4 * 8 + 8 * 41 + 41,
+    "yoso": 11_786,
+    "reformer": 11_786,  # its key projection is built and unused (shared QK)
+    "nystromformer": 11_786 + 4 * 35,  # a depthwise 35-tap convolution on V per head
+    # SortNet per head: 8 -> 8 (ReLU) -> 1 block (41 tokens in one block of 50)
+    "sinkhorn": 11_786 + 4 * (8 * 8 + 8 + 8 * 1 + 1),
     "gfsa_exact": 11_786 + 4,
     "gfsa_linear": 11_786 + 4,
     # one scalar per offset of the 1 x 40 path (79) and head

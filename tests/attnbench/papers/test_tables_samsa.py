@@ -22,13 +22,13 @@ def test_table2_lra_comparison():
     assert "LRA" in t.cell("BigBird", "Text").quoted
     assert "MEGA" in t.cell("Transformer", "Text").quoted
     assert t.cell("soft-SAMSA", "Text").quoted is None
-    # runnable: LRA base Transformer with softmax / performer / linformer, and both SAMSA rows
+    # runnable: LRA base Transformer with softmax / bigbird / reformer / performer / linformer,
+    # and both SAMSA rows
     assert t.cell("Linformer", "Image").config == ("lra/image.py:model=transformer,attn=linformer")
     assert t.cell("Transformer", "Text").config == "lra/text.py:model=transformer"
-    assert (
-        not t.cell("Reformer", "Text").runnable and "Reformer" in t.cell("Reformer", "Text").needs
-    )
-    assert not t.cell("S4", "Text").runnable
+    assert t.cell("Reformer", "Text").config == "lra/text.py:model=transformer,attn=reformer"
+    assert t.cell("BigBird", "Image").config == "lra/image.py:model=transformer,attn=bigbird"
+    assert not t.cell("S4", "Text").runnable and "S4" in t.cell("S4", "Text").needs
     # each SAMSA cell runs the Table 1 column its number comes from
     assert t.cell("hard-SAMSA", "Retrieval").config == (
         "lra/retrieval.py:model=samsa,k=256,mode=hard"
@@ -37,7 +37,7 @@ def test_table2_lra_comparison():
         "lra/pathfinder.py:model=samsa,k=128,mode=soft"
     )
     assert "no soft Retrieval" in t.cell("soft-SAMSA", "Retrieval").note
-    assert _runnable(t) == 5 * 5
+    assert _runnable(t) == 7 * 5
     assert all(c.scale == 100 and c.metric == "test_best.accuracy" for c in t.cells)
 
 
