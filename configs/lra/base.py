@@ -201,6 +201,15 @@ def samsa(c, *, train_examples: int, k: int, mode: str, drop_path: float = 0.0) 
     c.attention = common.attention_config("samsa", k=k or 128, mode=mode)
 
 
+# A mechanism's LRA hyper-parameters where its authors' LRA configs set them per task (the
+# registry's defaults are the values they share across tasks, each with its source in the
+# mechanism's module). YOSO-E's hash length tau: mlpen/YOSO LRA/models/yoso-v1-32/config.json
+# (`hash_code_len` 11 ListOps, 12 Text and Retrieval, 10 Image and Pathfinder = the default).
+PER_TASK = {
+    "yoso": {"lra.listops": {"tau": 11}, "lra.text": {"tau": 12}, "lra.retrieval": {"tau": 12}},
+}
+
+
 def finish(c, args, presets) -> ml_collections.ConfigDict:
     """`common.finish`: scales the recipe to its preset from the task's table `presets`, applies
     the `length=` and `attn=` arguments and fits the mechanism to the sequence length; refuses
@@ -210,4 +219,7 @@ def finish(c, args, presets) -> ml_collections.ConfigDict:
             f"length={args.length}: {c.task} sequences are the image's pixels "
             f"({c.data.max_length}); change the resolution instead"
         )
-    return common.finish(c, args, presets)
+    c = common.finish(c, args, presets)
+    for field, value in PER_TASK.get(c.attention.name, {}).get(c.task, {}).items():
+        setattr(c.attention, field, value)
+    return c

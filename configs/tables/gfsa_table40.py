@@ -105,7 +105,8 @@ def get_table() -> Table:
             "Efficient Attention is `efficient_attention` (Shen et al.: softmax over features for "
             "queries, over positions for keys), which equals `gfsa_linear` with its filter at "
             "the identity; `linear` is Katharopoulos et al.'s elu+1 linear attention. YOSO-E is "
-            "`yoso` (the expectation form, O(N^2), tau = 10: the authors' LRA Image value).",
+            "`yoso` (the expectation form, O(N^2); hash length tau 11 on ListOps and 10 on "
+            "Image, the authors' LRA configs: configs/lra/base.py PER_TASK).",
             "Runtime and memory: `python -m scripts.speed_tables --tables sliceformer` measures "
             "training steps/s and peak memory of the LRA Text model for softmax, linformer, gfsa "
             "and gfsa_linear at 1K-4K tokens: a related quantity, not this table's.",

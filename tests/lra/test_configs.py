@@ -92,3 +92,19 @@ def test_length_argument_replaces_the_length_and_keeps_samsas_k_ratio_unless_k_i
     assert c.data.max_length == 300 and c.attention.name == "linear"
     with pytest.raises(config_lib.ConfigError, match="pixels"):
         config_lib.load("lra/pathfinder.py:length=100")
+
+
+@pytest.mark.parametrize(
+    "task,tau",
+    [("listops", 11), ("text", 12), ("retrieval", 12), ("image", 10), ("pathfinder", 10)],
+)
+def test_yoso_takes_its_authors_hash_length_per_lra_task(task, tau):
+    # mlpen/YOSO LRA/models/yoso-v1-32/config.json: hash_code_len per task
+    for preset in ("paper", "smoke"):
+        c = config_lib.load(f"lra/{task}.py:attn=yoso,preset={preset}")
+        assert (c.attention.name, c.attention.tau) == ("yoso", tau)
+    # a mechanism without a per-task entry keeps its registry defaults
+    assert config_lib.load(f"lra/{task}.py:attn=cosformer").attention.to_dict() == {
+        "name": "cosformer",
+        **attention.defaults("cosformer"),
+    }
