@@ -18,7 +18,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from attnbench.nn import backbones, layers
+# luna, mega, s4d: imported to register their sequence-model backbones
+from attnbench.nn import backbones, layers, luna, mega, s4d  # noqa: F401
 
 __all__ = ["SequenceEncoder", "SequenceClassifier", "DualEncoderClassifier"]
 
