@@ -9,7 +9,8 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
-    model=transformer|samsa|sliceformer|gfsa   the recipe (configs/lra/base.py)
+    model=transformer|samsa|sliceformer|gfsa|s4d|mega|luna
+                              the recipe (configs/lra/base.py)
     attn=<mechanism>          any name in `attention.names()`; default: the recipe's
     k=128, mode=hard|soft     SAMSA's sampled tokens per head and sampler (model=samsa)
 
@@ -103,6 +104,66 @@ def get_config(arg: str | None = None):
             eval_every=234,
         )
         base.sliceformer_fork(c, seed=2)  # the fork's CIFAR random_seed
+    elif args.model == "s4d":
+        # state-spaces/s4 configs/experiment/lra/s4-cifar.yaml (commit 62a14bb); mean pooling:
+        # configs/pipeline/cifar.yaml decoder.mode pool
+        base.s4d(
+            c,
+            layers=6,  # model.n_layers
+            dim=512,  # model.d_model
+            state=64,  # model.layer.d_state
+            dropout=0.1,  # model.dropout
+            tie_dropout=True,  # model.tie_dropout
+            prenorm=False,  # model.prenorm
+            n_ssm=1,  # model.layer.n_ssm
+            lr=0.01,  # optimizer.lr (SSM lr 0.001; not expressible, base.s4d)
+            weight_decay=0.05,  # optimizer.weight_decay
+            batch=50,  # loader.batch_size
+            steps=180_000,  # scheduler.num_training_steps (200 epochs)
+            warmup=18_000,  # scheduler.num_warmup_steps
+            train_examples=TRAIN_EXAMPLES,
+        )
+    elif args.model == "mega":
+        # facebookresearch/mega examples/mega/README.lra.md "# Image (CIFAR-10)" command [R] and
+        # fairseq/models/lra/model.py `mega_lra_cifar10` [M]
+        base.mega(
+            c,
+            layers=8,  # [R] --encoder-layers 8
+            dim=160,  # [M] encoder_embed_dim
+            z_dim=96,  # [M] z_dim
+            hidden_dim=320,  # [M] encoder_hidden_dim (= classifier_out_dim)
+            attention_fn="laplace",  # [R] --attention-activation-fn
+            norm="batchnorm",  # [R] --norm-type
+            prenorm=True,  # [R] --encoder-normalize-before
+            chunk=1024,  # [M] chunk_size (the whole image: full attention)
+            dropout=0.0,  # [R] --dropout
+            lr=1e-2,  # [R] --lr
+            weight_decay=0.02,  # [R] --weight-decay
+            batch=50,  # [R] --batch-size 50 --update-freq 1
+            steps=180_000,  # [R] --max-update / --total-num-update
+            warmup=9000,  # [R] --warmup-updates
+            train_examples=TRAIN_EXAMPLES,
+        )
+    elif args.model == "luna":
+        # XuezheMax/fairseq-apollo examples/luna/README.lra.md "# cifar10" command [R] and
+        # fairseq/models/lra/model.py `luna_lra_cifar10` -> transformer_lra_cifar10 [M]
+        base.luna(
+            c,
+            layers=1,  # [M] encoder_layers
+            dim=64,  # [M] encoder_embed_dim
+            mlp_dim=128,  # [M] encoder_ffn_embed_dim (= classifier_out_dim 128)
+            heads=8,  # [M] encoder_attention_heads
+            dropout=0.3,  # [R] --dropout
+            attn_dropout=0.1,  # [R] --attention-dropout
+            lr=5e-3,  # [R] --lr
+            weight_decay=0.0,  # [R] --weight-decay
+            batch=256,  # [R] --batch-size
+            steps=35_000,  # [R] --max-update
+            warmup=4000,  # [R] --warmup-updates
+            init="xavier",  # [M] apply_bert_init False
+            pool="cls",  # [M] no sen_rep_type set: the CLS token
+            train_examples=TRAIN_EXAMPLES,
+        )
     else:  # SAMSA Tables 7-8 (row LRA-Image in base.SAMSA_TABLE8)
         base.samsa(c, train_examples=TRAIN_EXAMPLES, k=args.k, mode=args.mode)
     c.data.source = "official"

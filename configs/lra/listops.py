@@ -10,7 +10,8 @@ At the paper's scale, on the LRA release's files (the scaled presets use our see
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke   scaling of the recipe (default paper)
     attn=<mechanism>         any name in `attention.names()`; default: the recipe's
-    model=transformer|samsa|sliceformer|gfsa   the recipe (configs/lra/base.py)
+    model=transformer|samsa|sliceformer|gfsa|s4d|mega|luna
+                             the recipe (configs/lra/base.py)
     k=128, mode=hard|soft    SAMSA's sampled tokens per head and sampler (model=samsa)
     length=N                 tokens per expression, replacing the preset's (e.g. for `bench train`)
 Override any field from the command line, e.g. `--config.optimizer.lr=1e-3`.
@@ -84,6 +85,65 @@ def get_config(arg: str | None = None):
         )
         if args.model == "sliceformer":
             base.sliceformer_fork(c)
+    elif args.model == "s4d":
+        # state-spaces/s4 configs/experiment/lra/s4-listops.yaml (commit 62a14bb)
+        base.s4d(
+            c,
+            layers=6,  # model.n_layers
+            dim=256,  # model.d_model
+            state=4,  # model.layer.d_state
+            dropout=0.0,  # model.dropout
+            prenorm=False,  # model.prenorm
+            n_ssm=1,  # model.layer.n_ssm
+            lr=0.01,  # optimizer.lr (SSM A, B: 0.001, dt: null; not expressible, base.s4d)
+            weight_decay=0.05,  # optimizer.weight_decay
+            batch=32,  # loader.batch_size
+            steps=120_000,  # scheduler.num_training_steps (trainer.max_epochs 40)
+            warmup=12_000,  # scheduler.num_warmup_steps
+            train_examples=TRAIN_EXAMPLES,
+        )
+    elif args.model == "mega":
+        # facebookresearch/mega examples/mega/README.lra.md "# ListOps" command [R] and
+        # fairseq/models/lra/model.py `mega_lra_listop` [M]
+        base.mega(
+            c,
+            layers=6,  # [R] --encoder-layers 6
+            dim=80,  # [M] encoder_embed_dim
+            z_dim=64,  # [M] z_dim
+            hidden_dim=160,  # [M] encoder_hidden_dim (= classifier_out_dim)
+            attention_fn="softmax",  # [R] --attention-activation-fn
+            norm="layernorm",  # [R] --norm-type (overrides [M]'s scalenorm)
+            prenorm=False,  # [R] no --encoder-normalize-before
+            chunk=-1,  # [M] chunk_size (full attention: SAMSA Table 2 quotes MEGA, not chunked)
+            dropout=0.1,  # [R] --dropout
+            lr=1e-3,  # [R] --lr
+            weight_decay=0.01,  # [R] --weight-decay
+            batch=64,  # [R] --batch-size 64 --update-freq 1
+            steps=90_000,  # [R] --max-update / --total-num-update
+            warmup=3000,  # [R] --warmup-updates
+            train_examples=TRAIN_EXAMPLES,
+        )
+    elif args.model == "luna":
+        # XuezheMax/fairseq-apollo examples/luna/README.lra.md "# listops" command [R] and
+        # fairseq/models/lra/model.py `luna_lra_listop` -> base_architecture [M]
+        base.luna(
+            c,
+            layers=1,  # [R] --encoder-layers 1
+            dim=512,  # [M] encoder_embed_dim
+            mlp_dim=2048,  # [M] encoder_ffn_embed_dim (= classifier_out_dim 2048)
+            heads=8,  # [M] encoder_attention_heads
+            dropout=0.1,  # [M] dropout
+            attn_dropout=0.1,  # [M] attention_dropout
+            lr=1e-4,  # [R] --lr
+            weight_decay=1e-4,  # [R] --weight-decay
+            batch=32,  # [R] --batch-size
+            steps=5000,  # [R] --max-update
+            warmup=1000,  # [R] --warmup-updates
+            init="bert",  # [R] --apply-bert-init
+            pool="cls",  # [M] no sen_rep_type set: the CLS token
+            train_examples=TRAIN_EXAMPLES,
+            eval_every=20,  # [R] --save-interval-updates (fairseq validates at each save)
+        )
     else:  # SAMSA Tables 7-8 (row LRA-ListOPS in base.SAMSA_TABLE8)
         base.samsa(c, train_examples=TRAIN_EXAMPLES, k=args.k, mode=args.mode)
         # SAMSA Table 1 "ListOPS L=2048" and App. A "2,048 tokens": the release's expressions

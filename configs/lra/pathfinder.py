@@ -11,7 +11,8 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
-    model=transformer|samsa|sliceformer|gfsa   the recipe (configs/lra/base.py)
+    model=transformer|samsa|sliceformer|gfsa|s4d|mega|luna
+                              the recipe (configs/lra/base.py)
     attn=<mechanism>          any name in `attention.names()`; default: the recipe's
     k=128, mode=hard|soft     SAMSA's sampled tokens per head and sampler (model=samsa)
     resolution=32|128         Pathfinder-32 or Path-X (LRA's pathfinder128; its scaled presets
@@ -162,6 +163,69 @@ def get_config(arg: str | None = None):
             eval_every=250,
         )
         base.sliceformer_fork(c)
+    elif args.model in base.BACKBONE_RECIPES and args.resolution != 32:
+        raise config_lib.ConfigError(
+            f"model={args.model}: the recipe is the authors' Pathfinder-32 run; their Path-X "
+            "run is not a config here (resolution=32)"
+        )
+    elif args.model == "s4d":
+        # state-spaces/s4 configs/experiment/lra/s4-pathfinder.yaml (commit 62a14bb)
+        base.s4d(
+            c,
+            layers=6,  # model.n_layers
+            dim=256,  # model.d_model
+            state=64,  # model.layer.d_state
+            dropout=0.0,  # model.dropout
+            prenorm=True,  # model.prenorm
+            n_ssm=0,  # model.layer.n_ssm: null (one (A, B) per channel)
+            lr=0.004,  # optimizer.lr (SSM lr 0.001; not expressible, base.s4d)
+            weight_decay=0.05,  # optimizer.weight_decay
+            batch=64,  # loader.batch_size
+            steps=500_000,  # scheduler.num_training_steps (200 epochs)
+            warmup=50_000,  # scheduler.num_warmup_steps
+            train_examples=TRAIN_EXAMPLES,
+        )
+    elif args.model == "mega":
+        # facebookresearch/mega examples/mega/README.lra.md "# Pathfinder" command [R] and
+        # fairseq/models/lra/model.py `mega_lra_pf32` [M]
+        base.mega(
+            c,
+            layers=6,  # [R] --encoder-layers 6
+            dim=128,  # [M] encoder_embed_dim
+            z_dim=64,  # [M] z_dim
+            hidden_dim=256,  # [M] encoder_hidden_dim (= classifier_out_dim)
+            attention_fn="laplace",  # [R] --attention-activation-fn
+            norm="batchnorm",  # [R] --norm-type
+            prenorm=True,  # [R] --encoder-normalize-before
+            chunk=1024,  # [M] chunk_size (the whole image: full attention)
+            dropout=0.0,  # [R] --dropout
+            lr=1e-2,  # [R] --lr
+            weight_decay=0.01,  # [R] --weight-decay
+            batch=128,  # [R] --batch-size 128 --update-freq 1
+            steps=250_000,  # [R] --max-update / --total-num-update
+            warmup=50_000,  # [R] --warmup-updates
+            train_examples=TRAIN_EXAMPLES,
+        )
+    elif args.model == "luna":
+        # XuezheMax/fairseq-apollo examples/luna/README.lra.md "# pf32" command [R] and
+        # fairseq/models/lra/model.py `luna_lra_pf32` -> transformer_lra_pf32 [M]
+        base.luna(
+            c,
+            layers=1,  # [M] encoder_layers
+            dim=128,  # [M] encoder_embed_dim
+            mlp_dim=128,  # [M] encoder_ffn_embed_dim (classifier_out_dim 256: base.luna)
+            heads=4,  # [M] encoder_attention_heads
+            dropout=0.2,  # [R] --dropout
+            attn_dropout=0.1,  # [M] attention_dropout (base_architecture)
+            lr=1e-3,  # [R] --lr
+            weight_decay=0.0,  # [R] --weight-decay
+            batch=512,  # [R] --batch-size
+            steps=62_500,  # [R] --max-update
+            warmup=4000,  # [R] --warmup-updates
+            init="xavier",  # [M] apply_bert_init False
+            pool="mean",  # [M] sen_rep_type mp
+            train_examples=TRAIN_EXAMPLES,
+        )
     else:  # SAMSA Tables 7-8 (row LRA-Pathfinder in base.SAMSA_TABLE8)
         base.samsa(c, train_examples=TRAIN_EXAMPLES, k=args.k, mode=args.mode)
     # the release at the paper's scale; our generator at the scaled presets

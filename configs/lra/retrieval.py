@@ -9,7 +9,8 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
-    model=transformer|samsa|sliceformer|gfsa   the recipe (configs/lra/base.py)
+    model=transformer|samsa|sliceformer|gfsa|s4d|mega|luna
+                              the recipe (configs/lra/base.py)
     attn=<mechanism>          any name in `attention.names()`; default: the recipe's
     k=128, mode=hard|soft     SAMSA's sampled tokens per head and sampler (model=samsa)
     length=N                  bytes per document, replacing the preset's (e.g. for `bench train`)
@@ -69,6 +70,69 @@ def get_config(arg: str | None = None):
         )
         if args.model == "sliceformer":
             base.sliceformer_fork(c)
+    elif args.model == "s4d":
+        # state-spaces/s4 configs/experiment/lra/s4-aan.yaml (commit 62a14bb); S4's retrieval
+        # decoder combines the two pooled documents NLI-style (nli=True), as set above
+        base.s4d(
+            c,
+            layers=6,  # model.n_layers
+            dim=256,  # model.d_model
+            state=4,  # model.layer.d_state
+            dropout=0.0,  # model.dropout
+            prenorm=True,  # model.prenorm
+            n_ssm=1,  # model.layer.n_ssm
+            lr=0.01,  # optimizer.lr (SSM A, B: 0.001, dt: null; not expressible, base.s4d)
+            weight_decay=0.05,  # optimizer.weight_decay
+            batch=64,  # loader.batch_size
+            steps=50_000,  # scheduler.num_training_steps (trainer.max_epochs 20)
+            warmup=5000,  # scheduler.num_warmup_steps
+            train_examples=TRAIN_EXAMPLES,
+        )
+    elif args.model == "mega":
+        # facebookresearch/mega examples/mega/README.lra.md "# Retrieval (AAN)" command [R] and
+        # fairseq/models/lra/model.py `mega_lra_aan` [M]
+        base.mega(
+            c,
+            layers=6,  # [R] --encoder-layers 6
+            dim=128,  # [M] encoder_embed_dim
+            z_dim=64,  # [M] z_dim
+            hidden_dim=256,  # [M] encoder_hidden_dim (= classifier_out_dim)
+            attention_fn="softmax",  # [R] --attention-activation-fn
+            norm="scalenorm",  # [R] --norm-type
+            prenorm=False,  # [R] no --encoder-normalize-before
+            chunk=-1,  # [M] chunk_size
+            dropout=0.1,  # [R] --dropout
+            lr=3e-3,  # [R] --lr
+            weight_decay=0.04,  # [R] --weight-decay
+            # [R] --batch-size 8 --update-freq 8: one batch of 64 here (no gradient accumulation)
+            batch=64,
+            steps=91_960,  # [R] --max-update / --total-num-update
+            warmup=10_000,  # [R] --warmup-updates
+            train_examples=TRAIN_EXAMPLES,
+        )
+        c.model.interaction = "concat"  # [M] classifier_in_dim = 2 * embed: [u, v]
+    elif args.model == "luna":
+        # XuezheMax/fairseq-apollo examples/luna/README.lra.md "# retrieval" command [R] and
+        # fairseq/models/lra/model.py `luna_lra_aan` -> transformer_lra_aan_architecture [M]
+        base.luna(
+            c,
+            layers=4,  # [M] encoder_layers
+            dim=128,  # [M] encoder_embed_dim
+            mlp_dim=512,  # [M] encoder_ffn_embed_dim (= classifier_out_dim 512)
+            heads=4,  # [M] encoder_attention_heads
+            dropout=0.1,  # [M] dropout (base_architecture)
+            attn_dropout=0.1,  # [M] attention_dropout (base_architecture)
+            lr=5e-4,  # [R] --lr
+            weight_decay=1e-4,  # [R] --weight-decay
+            batch=32,  # [R] --batch-size
+            steps=20_000,  # [R] --max-update
+            warmup=8000,  # [R] --warmup-updates
+            init="xavier",  # [M] apply_bert_init False
+            pool="cls",  # [M] no sen_rep_type set: the CLS token
+            train_examples=TRAIN_EXAMPLES,
+            eval_every=2000,  # [R] --save-interval-updates (fairseq validates at each save)
+        )
+        c.model.interaction = "concat"  # [M] classifier_in_dim = 2 * embed: [u, v]
     else:  # SAMSA Tables 7-8 (row LRA-Retrieval in base.SAMSA_TABLE8)
         base.samsa(c, train_examples=TRAIN_EXAMPLES, k=args.k, mode=args.mode)
     c.data.source = "official"

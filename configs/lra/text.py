@@ -9,7 +9,8 @@ Run:
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke    scaling of the recipe (default paper)
-    model=transformer|samsa|sliceformer|gfsa   the recipe (configs/lra/base.py)
+    model=transformer|samsa|sliceformer|gfsa|s4d|mega|luna
+                              the recipe (configs/lra/base.py)
     attn=<mechanism>          any name in `attention.names()`; default: the recipe's
     k=128, mode=hard|soft     SAMSA's sampled tokens per head and sampler (model=samsa)
     length=N                  bytes per review, replacing the preset's (e.g. for `bench train`)
@@ -83,6 +84,70 @@ def get_config(arg: str | None = None):
         if args.model == "sliceformer":
             base.sliceformer_fork(c)
         c.data.max_length = 1000  # LRA base_tc_config max_length (the LRA paper says 4K)
+    elif args.model == "s4d":
+        # state-spaces/s4 configs/experiment/lra/s4-imdb.yaml (commit 62a14bb)
+        base.s4d(
+            c,
+            layers=6,  # model.n_layers
+            dim=256,  # model.d_model
+            state=4,  # model.layer.d_state
+            dropout=0.0,  # model.dropout
+            prenorm=True,  # model.prenorm
+            n_ssm=1,  # model.layer.n_ssm
+            lr=0.01,  # optimizer.lr (SSM A, B: 0.001, dt: null; not expressible, base.s4d)
+            weight_decay=0.05,  # optimizer.weight_decay
+            batch=16,  # loader.batch_size
+            steps=50_000,  # scheduler.num_training_steps (trainer.max_epochs 32)
+            warmup=5000,  # scheduler.num_warmup_steps
+            train_examples=train_split(c.data),
+        )
+        c.data.max_length = 4096  # dataset.l_max 4096, level char
+    elif args.model == "mega":
+        # facebookresearch/mega examples/mega/README.lra.md "# Text (IMDB)" command [R] and
+        # fairseq/models/lra/model.py `mega_lra_imdb` [M]
+        base.mega(
+            c,
+            layers=4,  # [R] --encoder-layers 4
+            dim=128,  # [M] encoder_embed_dim
+            z_dim=64,  # [M] z_dim
+            hidden_dim=256,  # [M] encoder_hidden_dim (= classifier_out_dim)
+            attention_fn="softmax",  # [R] --attention-activation-fn
+            norm="scalenorm",  # [R] --norm-type
+            prenorm=False,  # [R] no --encoder-normalize-before
+            chunk=-1,  # [M] chunk_size
+            dropout=0.1,  # [R] --dropout
+            lr=4e-3,  # [R] --lr
+            weight_decay=0.01,  # [R] --weight-decay
+            # [R] --batch-size 25 --update-freq 2: one batch of 50 here (no gradient
+            # accumulation in our trainer)
+            batch=50,
+            steps=25_000,  # [R] --max-update / --total-num-update
+            warmup=10_000,  # [R] --warmup-updates
+            train_examples=train_split(c.data),
+        )
+        c.data.max_length = 4000  # [M] max_positions 4002: 4,000 bytes (+ fairseq's specials)
+    elif args.model == "luna":
+        # XuezheMax/fairseq-apollo examples/luna/README.lra.md "# text" command [R] and
+        # fairseq/models/lra/model.py `luna_lra_imdb` -> transformer_lra_imdb_architecture [M]
+        base.luna(
+            c,
+            layers=4,  # [M] encoder_layers
+            dim=256,  # [M] encoder_embed_dim
+            mlp_dim=1024,  # [M] encoder_ffn_embed_dim (= classifier_out_dim 1024)
+            heads=4,  # [M] encoder_attention_heads
+            dropout=0.3,  # [R] --dropout
+            attn_dropout=0.3,  # [R] --attention-dropout
+            lr=5e-5,  # [R] --lr
+            weight_decay=1e-4,  # [R] --weight-decay
+            batch=32,  # [R] --batch-size
+            steps=20_000,  # [R] --max-update
+            warmup=8000,  # [R] --warmup-updates
+            init="bert",  # [M] apply_bert_init default True (base_architecture)
+            pool="cls",  # [M] no sen_rep_type set: the CLS token
+            train_examples=train_split(c.data),
+            eval_every=100,  # [R] --save-interval-updates (fairseq validates at each save)
+        )
+        c.data.max_length = 4000  # [M] max_positions 4002: 4,000 bytes (+ fairseq's specials)
     else:  # SAMSA Tables 7-8 (row LRA-Text in base.SAMSA_TABLE8)
         # SAMSA Table 7: 50 epochs. SAMSA gives no split sizes (nor its data pipeline), so an
         # epoch is a pass over the reviews this run trains on: the 22,500 left after the held-out

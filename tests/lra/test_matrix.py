@@ -23,6 +23,9 @@ RECIPES = (
     ("samsa", "mode=soft"),
     ("sliceformer", ""),
     ("gfsa", ""),
+    ("s4d", ""),
+    ("mega", ""),
+    ("luna", ""),
 )
 _STEPS = 4
 # `make test` (the 10-minute tier) trains one mechanism of each family and the LRA recipe on ListOps

@@ -23,12 +23,18 @@ def test_table2_lra_comparison():
     assert "MEGA" in t.cell("Transformer", "Text").quoted
     assert t.cell("soft-SAMSA", "Text").quoted is None
     # runnable: LRA base Transformer with softmax / bigbird / reformer / performer / linformer,
-    # and both SAMSA rows
+    # Luna-256, S4, MEGA and both SAMSA rows
     assert t.cell("Linformer", "Image").config == ("lra/image.py:model=transformer,attn=linformer")
     assert t.cell("Transformer", "Text").config == "lra/text.py:model=transformer"
     assert t.cell("Reformer", "Text").config == "lra/text.py:model=transformer,attn=reformer"
     assert t.cell("BigBird", "Image").config == "lra/image.py:model=transformer,attn=bigbird"
-    assert not t.cell("S4", "Text").runnable and "S4" in t.cell("S4", "Text").needs
+    # Luna-256, S4 (as S4D, said on every S4 cell) and MEGA: their authors' LRA recipes
+    assert t.cell("Luna-256", "Retrieval").config == "lra/retrieval.py:model=luna"
+    assert t.cell("S4", "Text").config == "lra/text.py:model=s4d"
+    assert t.cell("MEGA", "Pathfinder").config == "lra/pathfinder.py:model=mega"
+    assert all(t.cell("S4", col).runnable and "S4D" in t.cell("S4", col).note for col in t.columns)
+    assert "garbled" in t.cell("S4", "Image").note and "S4D" in t.cell("S4", "Image").note
+    assert t.cell("MEGA", "Text").needs is None and t.cell("MEGA", "Text").note is None
     # each SAMSA cell runs the Table 1 column its number comes from
     assert t.cell("hard-SAMSA", "Retrieval").config == (
         "lra/retrieval.py:model=samsa,k=256,mode=hard"
@@ -37,7 +43,7 @@ def test_table2_lra_comparison():
         "lra/pathfinder.py:model=samsa,k=128,mode=soft"
     )
     assert "no soft Retrieval" in t.cell("soft-SAMSA", "Retrieval").note
-    assert _runnable(t) == 7 * 5
+    assert _runnable(t) == 10 * 5  # every row
     assert all(c.scale == 100 and c.metric == "test_best.accuracy" for c in t.cells)
 
 
