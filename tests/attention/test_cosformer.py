@@ -134,6 +134,7 @@ def test_fully_masked_row_returns_zeros():
 
 
 @pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_float32_matches_float64_and_eager_matches_jit(causal):
     q, k, v = _qkv(n=100)
     pad = _padding(2, 100, masked=20)

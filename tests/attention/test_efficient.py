@@ -106,6 +106,7 @@ def test_equals_gfsa_linear_with_its_identity_filter(masked):
 
 
 @pytest.mark.parametrize("n", [1, 13])
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_jit_float32_agrees_with_float64_and_reference(n):
     q, k, v = _qkv(n, m=n + 2)
     pad = np.ones((B, n + 2), bool)

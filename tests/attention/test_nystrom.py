@@ -169,6 +169,7 @@ def test_convolution_is_a_centred_depthwise_filter_per_head():
         assert np.all(out[0, [0, 1, 7, 8], h] == 0)
 
 
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_float32_matches_float64_and_eager_matches_jit():
     q, k, v = _qkv(n=100, scale=0.5)
     pad = _padding(2, 100, masked=17)

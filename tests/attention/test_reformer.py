@@ -102,6 +102,7 @@ def test_keys_input_is_ignored_and_padded_keys_get_no_weight():
 
 
 @pytest.mark.parametrize("n", [3, 13])
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_lengths_not_multiple_of_the_chunk_jit_and_float32(n):
     hp = {"num_hashes": 2, "num_buckets": 4, "chunk_size": 4}
     q, v = _qv(n, seed=n)

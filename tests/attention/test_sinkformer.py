@@ -114,6 +114,7 @@ def test_key_padding_balances_the_valid_block_and_ignores_padded_queries():
         assert not np.allclose(free[0, valid], np.asarray(sink.apply({}, q, k, v))[0, valid])
 
 
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_fully_masked_rows_are_zero_and_gradients_finite():
     n = 6
     full = _random_4d(n, n)
@@ -166,6 +167,7 @@ def test_causal_mask_via_4d():
 
 
 @pytest.mark.parametrize("n", [1, 13])
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_jit_float32_agrees_with_float64(n):
     pad = np.ones((B, n), bool)
     if n > 1:
@@ -223,6 +225,7 @@ def test_backward_stores_no_matrix_per_iteration():
         pytest.param("full_4d", marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_large_calls_in_head_groups_equal_one_call(kind, monkeypatch):
     """Above _CHUNK_ELEMENTS scores the (batch, head) pairs run in groups (here 3 pairs per
     group over 4: a partial last group); outputs and gradients are the same."""
@@ -242,6 +245,7 @@ def test_large_calls_in_head_groups_equal_one_call(kind, monkeypatch):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_large_calls_with_dropout_drop_and_rescale(monkeypatch):
     monkeypatch.setattr(sinkformer, "_CHUNK_ELEMENTS", 16)
     q, k, v = (jnp.asarray(a, jnp.float32) for a in _qkv(4))
@@ -259,6 +263,7 @@ def _compiled_flops(fn, *args) -> float:
 
 @pytest.mark.parametrize("masked", [False, True])
 @pytest.mark.parametrize("iters", [1, 3])
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_flop_formula_matches_the_compiled_count(iters, masked):
     n, h, d = 256, 4, 64
     qkv = jax.ShapeDtypeStruct((1, n, h, d), jnp.float32)

@@ -77,6 +77,7 @@ def test_padded_keys_get_no_weight_and_empty_rows_are_zero():
 
 
 @pytest.mark.parametrize("n", [3, 11])
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_short_and_ragged_lengths_jit_and_float32(n):
     hp = {"block_size": 4, "sinkhorn_iters": 3, "temperature": 0.75}
     q, k, v = _qkv(n, seed=n)

@@ -134,6 +134,7 @@ def test_blocked_equals_dense_and_the_reference_in_float64(name, hp, n, mask_kin
         ("sparse_transformer", dict(pattern="strided", stride=4)),
     ],
 )
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_every_broadcast_mask_shape_matches_dense(name, hp, shape):
     """Masks broadcast on any axis (per sequence only, shared by the batch, per key and head,
     per query) are read at the right pairs by the blocked forms' per-tile gathers."""
@@ -318,6 +319,7 @@ def test_causal_output_is_independent_of_later_inputs(name, hp, form):
 
 
 @pytest.mark.parametrize("name,hp,n", _TIERED[::3])
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_float32_matches_float64(name, hp, n):
     q, k, v = _qkv(seed=8, n=n)
     mask = _mask("key_padding", 2, 2, n)
@@ -331,6 +333,7 @@ def test_float32_matches_float64(name, hp, n):
 
 
 @pytest.mark.parametrize("name", _DENSE_SLOW)
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_bfloat16_inputs_give_bfloat16_and_jit_equals_eager(name):
     mech = attention.get(name)
     q, k, v = (jnp.asarray(x, jnp.bfloat16) for x in _qkv(seed=9, n=70))
@@ -342,6 +345,7 @@ def test_bfloat16_inputs_give_bfloat16_and_jit_equals_eager(name):
 
 
 @pytest.mark.parametrize("name", _DENSE_SLOW)
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_train_mode_dropout_is_deterministic_per_key_and_needs_a_key(name):
     mech = attention.get(name, dropout_rate=0.3)
     q, k, v = _qkv(seed=10, n=20)
@@ -360,6 +364,7 @@ def test_train_mode_dropout_is_deterministic_per_key_and_needs_a_key(name):
             mech.apply(params, q, k, v, train=True)
 
 
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_bigbird_sequence_above_max_len_is_refused_and_shorter_ones_work():
     mech = attention.get("bigbird", block_size=4)
     params = _init(mech, max_len=20)  # 5 blocks
@@ -496,6 +501,7 @@ FLOP_CASES = [
 
 @pytest.mark.parametrize("masked", [False, True])
 @pytest.mark.parametrize("name,hparams", FLOP_CASES)
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_flop_formula_matches_the_compiled_cost(name, hparams, masked):
     """The registered formula counts what the code computes: its matmul FLOPs are within XLA's
     compiled count, which it matches within the elementwise estimate plus 0.5% (the tolerance

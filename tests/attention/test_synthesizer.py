@@ -171,6 +171,7 @@ def test_lra_initialisation_scale():
 
 
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_float32_agrees_with_float64(name):
     with jax.enable_x64(True):
         mech, params, q, k, v, x = _setup(name, 9)
@@ -210,6 +211,7 @@ def test_bad_hyper_parameters_and_inputs_are_value_errors():
         drop.apply(p, None, None, jnp.ones((B, 6, H, D)), train=True)
 
 
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_dropout_only_when_training():
     mech, params, q, k, v, x = _setup("synthesizer_random", 6, dtype=jnp.float32, dropout_rate=0.5)
     plain = attention.get("synthesizer_random")
@@ -227,6 +229,7 @@ def _compiled_flops(fn, *args) -> float:
 
 @pytest.mark.parametrize("masked", [False, True])
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_flop_formula_matches_the_compiled_count(name, masked):
     n, h, d = 256, 4, 64
     mech = attention.get(name)

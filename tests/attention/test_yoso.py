@@ -130,6 +130,7 @@ def test_full_4d_mask_and_fully_masked_rows():
     np.testing.assert_allclose(a, b, rtol=1e-12)
 
 
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_float32_matches_float64_and_eager_matches_jit():
     q, k, v = _qkv(n=50)
     pad = np.ones((2, 50), bool)

@@ -207,6 +207,7 @@ def test_padding_does_not_influence_real_tokens():
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_gradients_finite_and_match_finite_differences():
     with jax.enable_x64(True):
         enc = _to64(_encoder(dtype=jnp.float64))
@@ -255,6 +256,7 @@ def test_gradients_finite_and_match_finite_differences():
         assert checked >= 5
 
 
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_jit_equals_eager_and_float32_close_to_float64():
     enc = _encoder()
     x, mask = _inputs(dtype=np.float32)
@@ -269,6 +271,7 @@ def test_jit_equals_eager_and_float32_close_to_float64():
     np.testing.assert_allclose(np.asarray(eager), out64, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_dropout_is_keyed():
     enc = _encoder(dropout=0.3, attention_cfg={**ATTN, "dropout_rate": 0.2})
     x, mask = _inputs(dtype=np.float32)

@@ -309,6 +309,7 @@ def test_padding_never_reaches_real_tokens(kw):
         assert np.abs(leaky[:, :6] - out[:, :6]).max() > 1e-6
 
 
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_gradients_finite_and_match_finite_differences():
     with jax.enable_x64(True):
         enc = _encoder(prenorm=True, attention="laplace", chunk_size=4)
@@ -350,6 +351,7 @@ def test_gradients_finite_and_match_finite_differences():
         assert checked >= 5
 
 
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_jit_equals_eager_and_float32_tracks_float64():
     x, mask = _inputs()
     with jax.enable_x64(True):
@@ -364,6 +366,7 @@ def test_jit_equals_eager_and_float32_tracks_float64():
     np.testing.assert_allclose(eager, ref, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_dropout_in_training_only():
     enc = _encoder(dtype=jnp.float32, dropout=0.3, attention_dropout=0.2, hidden_dropout=0.1)
     x, mask = _inputs()

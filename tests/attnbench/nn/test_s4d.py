@@ -218,6 +218,7 @@ def test_padding_does_not_leak_into_real_tokens(prenorm):
     assert np.abs(unmasked).max() > 1e-3  # the test can fail: unmasked padding does leak
 
 
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_gradients_finite_and_match_finite_differences():
     with jax.enable_x64(True):
         enc = _encoder64(prenorm=True)
@@ -258,6 +259,7 @@ def test_gradients_finite_and_match_finite_differences():
         assert checked == 7
 
 
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_jit_equals_eager_and_dropout_is_used():
     enc = s4d.S4DEncoder(2, H, state=N, dropout_rate=0.3, tie_dropout=True, rngs=nnx.Rngs(0))
     x, mask = jnp.asarray(_inputs(), jnp.float32), jnp.asarray(_mask())
@@ -271,6 +273,7 @@ def test_jit_equals_eager_and_dropout_is_used():
     assert np.abs(np.asarray(train - eager)).max() > 1e-3
 
 
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_float32_matches_float64():
     with jax.enable_x64(True):
         enc64 = _encoder64()
@@ -283,6 +286,7 @@ def test_float32_matches_float64():
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow  # precision, dropout, FLOPs: `make test-slow` (test_table.py is fast)
 def test_bfloat16_compute_keeps_float32_kernel():
     enc = s4d.S4DEncoder(1, H, state=N, dtype=jnp.bfloat16, rngs=nnx.Rngs(0))
     x, mask = jnp.asarray(_inputs(), jnp.float32), jnp.asarray(_mask())
