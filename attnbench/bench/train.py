@@ -5,7 +5,13 @@
 
 For each mechanism and length, the config `<config>:<arg>,attn=<mechanism>,length=<n>` is built
 (the task's model, optimizer and jitted step exactly as `scripts.train` runs them) and fed
-synthetic batches of random tokens (`task.example_batch`: no dataset needed). Each (mechanism,
+synthetic batches of random inputs (`task.example_batch`: no dataset needed). Without `--lengths`
+(or with `--lengths 0`) each config runs at its own shapes, so any domain's config can be timed:
+
+    python -m scripts.bench train --config vision/deit.py:preset=smoke --mechanisms softmax gfsa
+
+Its records' `length` is the config's sequence length where it has one (`config_length`), else
+None (shown as "own" in the tables). Each (mechanism,
 length) runs in its own process (`attnbench.launch.isolate`), so its peak RSS is its own and a
 configuration that runs out of memory only loses its own record.
 
@@ -47,6 +53,14 @@ def spec_for(config: str, mechanism: str | None, length: int | None) -> str:
     return config + sep + ",".join(extra)
 
 
+def config_length(config) -> int | None:
+    """The sequence length a config sets (`data.max_length` in LRA, `data.length` in language
+    modelling), or None where its shapes are not one length (images, graphs, point clouds)."""
+    data = config.get("data", {})
+    length = data.get("max_length", data.get("length"))
+    return None if length is None else int(length)
+
+
 def _memory(compiled) -> int | None:
     mem = compiled.memory_analysis()
     if mem is None:
@@ -85,7 +99,7 @@ def measure(
         "task": config.task,
         "mechanism": config.attention.name,
         "hparams": {k: v for k, v in config.attention.items() if k != "name"},
-        "length": int(config.data.max_length),
+        "length": config_length(config),
         "batch": batch,
         "mode": mode,
         "model": {
@@ -152,7 +166,7 @@ def skipped_record(spec: str, mechanism: str, length: int | None, batch: int, mo
     """The record of a measurement that returned none (its process died, or it raised):
     `length` None is the config's own."""
     if length is None:
-        length = int(config_lib.load(spec).data.max_length)
+        length = config_length(config_lib.load(spec))
     return dict(
         config=spec,
         mechanism=mechanism,
@@ -182,10 +196,12 @@ def parse_overrides(config: str, items) -> dict:
 def plan(config: str, mechanisms, lengths) -> list[tuple[str, str, int]]:
     """`(mechanism label, config spec, length)` for every run; loads each config, so an unknown
     mechanism, config argument or length fails here with the config's own error message.
-    `mechanisms` None or empty: the config's own."""
+    `mechanisms` None or empty: the config's own; `lengths` None or empty, or a length 0: the
+    config's own shapes (no `length=` argument)."""
     import attention
 
     mechanisms = mechanisms or [None]
+    lengths = [n or None for n in lengths or [None]]
     for m in mechanisms:
         if m is not None and m not in attention.names():
             raise attention.UnknownAttentionError(
@@ -197,7 +213,7 @@ def plan(config: str, mechanisms, lengths) -> list[tuple[str, str, int]]:
             spec = spec_for(config, m, n)
             loaded = config_lib.load(spec)
             tasks.get(loaded.task).example_batch(loaded, 1)  # refused where there is none
-            out.append((m or loaded.attention.name, spec, n))
+            out.append((m or loaded.attention.name, spec, n or config_length(loaded)))
     return out
 
 
@@ -255,7 +271,8 @@ def run(
                 else f"skipped: {rec['skipped']}"
             )
             print(
-                f"[{done}/{total} {elapsed:.0f}s, ETA {eta:.0f}s] {label:16s} N={n:6d} {mode}: "
+                f"[{done}/{total} {elapsed:.0f}s, ETA {eta:.0f}s] {label:16s} N={n or 'own':>6} "
+                f"{mode}: "
                 f"{shown}",
                 flush=True,
             )
@@ -276,7 +293,7 @@ def write(result: dict, out: str, tag: str) -> None:
     """`<out>/train_<tag>.{json,md,png}`: the records, a table per mode and a plot."""
     io.write_json(f"{out}/train_{tag}.json", result)
     recs = result["records"]
-    lengths = sorted({r["length"] for r in recs})
+    lengths = sorted({r["length"] for r in recs}, key=lambda n: (n is None, n or 0))
     labels = list(dict.fromkeys(r["label"] for r in recs))
     base = result["baseline"]
     first = next((r for r in recs if r.get("model")), {})
@@ -288,7 +305,7 @@ def write(result: dict, out: str, tag: str) -> None:
         f"Command: `{result['command']}`",
         "",
         f"git {result['git_revision'][:12]}; config `{result['config']}`, model "
-        f"{first.get('model')}, batch {first.get('batch')}, synthetic random tokens.",
+        f"{first.get('model')}, batch {first.get('batch')}, synthetic random inputs.",
         "",
         "steps/s = 1 / median step time after warm-up; memory = XLA's compiled memory analysis "
         "of the step (temp + arguments + outputs - donated aliases), with the process peak RSS "
@@ -298,7 +315,7 @@ def write(result: dict, out: str, tag: str) -> None:
     ]
     lines += bench_attention.kernel_lines(recs, lambda r: r["label"])
     for mode in dict.fromkeys(r["mode"] for r in recs):
-        head = " | ".join(str(n) for n in lengths)
+        head = " | ".join("own" if n is None else str(n) for n in lengths)
         lines += [
             f"## {mode}: steps/s (x {base})",
             "",
@@ -347,7 +364,9 @@ def write(result: dict, out: str, tag: str) -> None:
     skipped = [r for r in recs if r["skipped"]]
     if skipped:
         lines += ["## Skipped", ""]
-        lines += [f"- {r['label']} N={r['length']} {r['mode']}: {r['skipped']}" for r in skipped]
+        lines += [
+            f"- {r['label']} N={r['length'] or 'own'} {r['mode']}: {r['skipped']}" for r in skipped
+        ]
         lines.append("")
     io.write_text(f"{out}/train_{tag}.md", "\n".join(lines))
     _plot(result, f"{out}/train_{tag}.png")
@@ -364,6 +383,22 @@ def _plot(result, path):
     fig, axes = plt.subplots(len(modes), 2, figsize=(13, 4.5 * len(modes)), squeeze=False)
     labels = list(dict.fromkeys(r["label"] for r in recs))
     colors = plt.cm.tab20(np.linspace(0, 1, max(len(labels), 2)))
+    if len({r["length"] for r in recs}) < 2 or any(r["length"] is None for r in recs):
+        # one shape per mechanism (a config's own): bars, not curves over length
+        for row, mode in zip(axes, modes, strict=True):
+            got = [r for r in recs if r["mode"] == mode and r["steps_per_s"]]
+            names = [r["label"] for r in got]
+            row[0].barh(names, [r["steps_per_s"] for r in got], color=colors[: len(got)])
+            row[1].barh(
+                names, [r["peak_memory_bytes"] / 2**30 for r in got], color=colors[: len(got)]
+            )
+            row[0].set(xlabel=f"{mode} steps/s")
+            row[1].set(xlabel="compiled memory (GiB)")
+            for ax in row:
+                ax.grid(alpha=0.3, axis="x")
+        fig.tight_layout()
+        io.save_figure(fig, path, dpi=100)
+        return
     for row, mode in zip(axes, modes, strict=True):
         for i, label in enumerate(labels):
             pts = [

@@ -186,6 +186,38 @@ def test_train_bench_writes_steps_per_s_and_memory_per_mechanism_and_length(tmp_
     assert (tmp_path / "train_t.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_train_bench_plans_any_domain_at_its_own_shapes():
+    """Without --lengths (or with 0) a config runs at its own shapes: vision, graphs and point
+    clouds have no `length=` argument (issue 37 item 5)."""
+    from attnbench.bench import train as bench_train
+
+    for config in ("vision/imagenet.py:preset=smoke", "graphs/zinc.py:preset=smoke"):
+        for lengths in (None, [0]):
+            [(label, spec, n)] = bench_train.plan(config, ["softmax"], lengths)
+            assert (label, spec, n) == ("softmax", f"{config},attn=softmax", None)
+    [(_, spec, n)] = bench_train.plan("language/enwik8.py:preset=smoke", None, None)
+    assert n == 32 and "length=" not in spec  # the config's own data.length
+    [(_, _, n)] = bench_train.plan("lra/text.py:preset=smoke", None, [64])
+    assert n == 64
+
+
+@pytest.mark.slow  # ~25 s on 2 cores; `make test-slow`
+def test_train_bench_times_vision_graph_and_point_cloud_configs(tmp_path):
+    for i, config in enumerate(
+        ("vision/imagenet.py", "graphs/zinc.py", "pointcloud/modelnet40.py")
+    ):
+        tag = f"d{i}"
+        bench.main(
+            ["train", "--config", f"{config}:preset=smoke", "--modes", "train", "inference"]
+            + ["--steps", "1", "--out", str(tmp_path), "--tag", tag, "--no-isolate"]
+        )
+        recs = json.loads((tmp_path / f"train_{tag}.json").read_text())["records"]
+        assert len(recs) == 2 and all(r["length"] is None for r in recs)
+        assert all(r["skipped"] is None and r["steps_per_s"] > 0 for r in recs)
+        assert "| mechanism | own |" in (tmp_path / f"train_{tag}.md").read_text()
+        assert (tmp_path / f"train_{tag}.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_every_script_is_a_thin_entry_point():
     """Measuring and rendering code lives in the library (attnbench/bench/,
     attnbench/papers/speed_tables/); a script parses arguments and calls it (issue 12)."""
