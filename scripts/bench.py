@@ -55,13 +55,8 @@ def _parser():
     t = sub.add_parser("train", help="whole-model train/inference steps/s and memory vs length")
     t.add_argument("--config", required=True, help="config path[:args], e.g. configs/lra/text.py")
     t.add_argument("--mechanisms", nargs="+", default=None, help="default: the config's own")
-    t.add_argument(
-        "--lengths",
-        nargs="+",
-        type=int,
-        default=None,
-        help="length= arguments (LRA and language configs); default or 0: the config's own shapes",
-    )
+    own = "length= arguments (LRA, language); default or 0: the config's own shapes"
+    t.add_argument("--lengths", nargs="+", type=int, default=None, help=own)
     t.add_argument("--batch", type=int, default=2)
     t.add_argument("--modes", nargs="+", default=["train"], choices=["train", "inference"])
     t.add_argument("--steps", type=int, default=3, help="timed steps (median)")
