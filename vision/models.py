@@ -94,8 +94,9 @@ class ImageClassifier(nnx.Module):
             raise ValueError(f"unknown model.pool {m.pool!r} for images; known: cls, mean")
         self.patch_embed = nnx.Conv(channels, m.dim, (p, p), strides=(p, p), rngs=rngs)
         if self.hierarchical:
-            # Swin: LayerNorm on the patch embeddings (the official `patch_norm=True`).
-            self.patch_norm = nnx.LayerNorm(m.dim, rngs=rngs)
+            # Swin: LayerNorm on the patch embeddings (the official `patch_norm=True`), with
+            # PyTorch's epsilon 1e-5 as every LayerNorm of the official Swin and timm's.
+            self.patch_norm = nnx.LayerNorm(m.dim, epsilon=1e-5, rngs=rngs)
             cfg = ml_collections.ConfigDict({**m.to_dict(), "grid": self.grid})
         else:
             cfg = m

@@ -339,7 +339,8 @@ class EncoderBlock(nnx.Module):
     Options of the vision recipes: `drop_path` (stochastic depth of each branch), `layer_scale`
     (CaiT's LayerScale: each branch times a learned per-channel vector initialised to this
     value; None = off), the attention's `qkv_bias` / `out_bias` / `kernel_init`, and the MLP's
-    `gelu` ("tanh" | "erf") and `mlp_hidden_dropout` (`MlpBlock`).
+    `gelu` ("tanh" | "erf") and `mlp_hidden_dropout` (`MlpBlock`); `ln_eps`: both LayerNorms'
+    epsilon (1e-6 as timm's ViT/DeiT; 1e-5 for PyTorch `nn.LayerNorm` defaults).
     """
 
     def __init__(
@@ -363,8 +364,9 @@ class EncoderBlock(nnx.Module):
         kernel_init=_xavier,
         gelu: str = "tanh",
         mlp_hidden_dropout: float | None = None,
+        ln_eps: float = 1e-6,
     ):
-        self.ln1 = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
+        self.ln1 = nnx.LayerNorm(dim, epsilon=ln_eps, dtype=dtype, rngs=rngs)
         self.attn = Attention(
             dim,
             num_heads,
@@ -379,7 +381,7 @@ class EncoderBlock(nnx.Module):
             kernel_init=kernel_init,
             rngs=rngs,
         )
-        self.ln2 = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
+        self.ln2 = nnx.LayerNorm(dim, epsilon=ln_eps, dtype=dtype, rngs=rngs)
         self.mlp = MlpBlock(
             dim,
             mlp_dim,

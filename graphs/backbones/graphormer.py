@@ -31,7 +31,8 @@ GFSA arXiv 2312.04234 App. O.1), as does Sliceformer's PCQM4M code (DaShenZi721/
     FFN = Linear -> GELU (erf) -> Linear (no dropout inside the FFN, as the authors' code),
     the shared `attnbench.nn.layers.EncoderBlock`; its attention takes any registered mechanism,
     the bias through the mechanism's `bias` input (mechanisms without one ignore it) and padded
-    nodes through a key-padding mask; final LayerNorm.
+    nodes through a key-padding mask; final LayerNorm. Every LayerNorm has epsilon 1e-5, the
+    PyTorch default the authors' code keeps.
   * init as the authors': embeddings N(0, 0.02), linear kernels N(0, 0.02 / sqrt(num_layers))
     with zero biases.
 
@@ -40,6 +41,13 @@ Choices where paper and code leave room (each also in the module's tests):
     path Floyd-Warshall's `path` matrix encodes; here the path that always steps to the
     lowest-numbered neighbour one hop closer to the target (`next_hops`). Both are shortest
     paths; they differ only on graphs with several (rings).
+  * shortest paths through node 0: the distances agree, the edge encoding does not. The v1 code,
+    which GFSA's and Sliceformer's forks copy (`algos.pyx`), records each path's intermediate
+    node in a matrix initialised to 0 and reads 0 back as "no intermediate node", so a shortest
+    path whose recorded intermediate is node 0 is rebuilt as the single hop i -> j: its edge
+    encoding reads the features of an edge that does not exist (zeros) in place of the path's
+    edges. Upstream Graphormer fixed this later (microsoft/Graphormer pull request #119, -1 as
+    the empty mark); we follow the fix, so our outputs differ from the forks' on such pairs.
   * padding: the authors give padded keys -inf in the bias; here a key-padding mask does it, so
     the bias is finite everywhere and a mechanism receives the mask in its own form.
   * degrees: the v1 code feeds the in-degree to both degree tables; here in- and out-degree
@@ -186,10 +194,11 @@ class Graphormer(nnx.Module):
                 kernel_init=init,
                 gelu="erf",
                 mlp_hidden_dropout=0.0,
+                ln_eps=1e-5,  # the authors' nn.LayerNorm default
             ),
             num_layers,
         )
-        self.final_ln = nnx.LayerNorm(dim, dtype=dtype, rngs=rngs)
+        self.final_ln = nnx.LayerNorm(dim, epsilon=1e-5, dtype=dtype, rngs=rngs)
         self.input_dropout = input_dropout
         self.multi_hop_max_dist = multi_hop_max_dist
         self.dtype = jnp.dtype(dtype)

@@ -207,3 +207,26 @@ def test_grf_sees_the_patch_grid_with_the_class_token():
     assert tuple(config.attention.grid) == (4, 4) and config.attention.cls_token
     config = config_lib.load("vision/cifar10.py:preset=cpu,attn=grf")
     assert tuple(config.attention.grid) == (8, 8)
+
+
+@pytest.mark.parametrize(
+    "model, eps",
+    [("deit_s", 1e-6), ("cait_s24", 1e-6), ("swin_t", 1e-5)],
+)
+def test_every_layer_norm_has_the_reference_implementations_epsilon(model, eps):
+    """timm's ViT/DeiT and CaiT build their LayerNorms with eps=1e-6; the official Swin (and
+    timm's) keeps PyTorch's default 1e-5 everywhere, the patch-embedding norm included."""
+    config = config_lib.load(f"vision/imagenet.py:preset=smoke,model={model}")
+    net = nnx.eval_shape(
+        lambda: models.ImageClassifier(
+            num_classes=config.data.num_classes,
+            image_size=config.data.image_size,
+            channels=3,
+            model_cfg=config.model,
+            attention_cfg=config.attention,
+            rngs=nnx.Rngs(0),
+        )
+    )
+    norms = [m for _, m in nnx.iter_graph(net) if isinstance(m, nnx.LayerNorm)]
+    assert len(norms) >= 3
+    assert {n.epsilon for n in norms} == {eps}

@@ -123,6 +123,21 @@ def test_next_hops_take_the_lowest_numbered_closer_neighbour():
     nxt = np.asarray(graphormer.next_hops(batch["adjacency"], batch["spd"]))
     assert nxt[0, 0, 3] == 1 and nxt[0, 0, 4] == 5 and nxt[0, 3, 0] == 2
     assert nxt[1, 0, 2] == 0 and nxt[0, 2, 2] == 2  # unreachable / self: stays
+    # through node 0: 1 -> 0 -> 5 is the ring's only shortest path from 1 to 5; the v1 code's
+    # `algos.pyx` records intermediate 0 as "no intermediate" (a direct hop), ours steps via 0
+    assert batch["spd"][0, 1, 5] == 2 and nxt[0, 1, 5] == 0 and nxt[0, 0, 5] == 5
+
+
+def test_layer_norms_use_the_authors_epsilon():
+    """PyTorch's nn.LayerNorm default 1e-5 in every block and the final LayerNorm (the authors'
+    code); flax's default would be 1e-6."""
+    model = _model()
+    norms = [model.final_ln] + [ln for blk in model.blocks for ln in (blk.ln1, blk.ln2)]
+    assert len(norms) == 3 and all(ln.epsilon == 1e-5 for ln in norms)
+    h = jnp.broadcast_to(jnp.arange(8.0) * 1e-3, (1, 4, 8))  # variance ~5e-6: eps shows
+    x64 = np.asarray(h, np.float64)
+    want = (x64 - x64.mean(-1, keepdims=True)) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(np.asarray(model.final_ln(h)), want, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.slow
