@@ -24,6 +24,8 @@ import subprocess
 import sys
 import time
 
+from attnbench import config as config_lib
+
 __all__ = ["Job", "run", "train_command", "kill_with_parent", "PARENT_ENV"]
 
 PARENT_ENV = "ATTNBENCH_PARENT_PID"  # read by scripts.train: exit when this parent is gone
@@ -37,12 +39,17 @@ class Job:
 
 
 def train_command(spec: str, workdir, *, seed: int = 0, overrides=None, imports=()) -> tuple:
-    """`python -m scripts.train` for config `spec` in `workdir` (seed N > 0 sets config.seed)."""
+    """`python -m scripts.train` for config `spec` in `workdir`. `seed` is the run's index: 0
+    trains with the config's own `config.seed`, N > 0 with `config.seed + N` (a recipe that pins
+    its seed, e.g. fairseq's 1, still gets N distinct seeds; index N alone would repeat seed 1
+    at N = 1)."""
+    overrides = dict(overrides or {})
     cmd = [sys.executable, "-m", "scripts.train", f"--config={spec}", f"--workdir={workdir}"]
     cmd += [f"--import={m}" for m in imports]
-    cmd += [f"--config.{k}={v}" for k, v in (overrides or {}).items()]
-    if seed:
-        cmd.append(f"--config.seed={seed}")
+    cmd += [f"--config.{k}={v}" for k, v in overrides.items() if k != "seed"]
+    if seed or "seed" in overrides:
+        own = int(overrides["seed"]) if "seed" in overrides else int(config_lib.load(spec).seed)
+        cmd.append(f"--config.seed={own + seed}")
     return tuple(cmd)
 
 
