@@ -22,6 +22,7 @@ EXTRAS = {
     "tensorflow_datasets": ("tfds", "tensorflow-datasets"),
     "tensorflow": ("tfds-prepare", "tensorflow"),
     "datasets": ("hf", "datasets"),
+    "pyarrow": ("hf", "pyarrow"),
 }
 
 
