@@ -43,6 +43,24 @@ Decisions where the paper is silent (the code is the authors' repository jeongwh
   * `even_layers_only` (GFSA_even, Sec. 6 / App. T) counts layers from 0: layers 0, 2, 4, ... are
     GFSA and odd layers are plain softmax (or plain Efficient Attention) without parameters (our
     choice: the paper does not say whether "even-numbered" counts from 0 or 1).
+
+Memory (`memory` = "quadratic" | "linear" | "auto", for `gfsa` and `gfsa_exact`). ĀV and
+Ā(ĀV) use the same Q, K, mask and scale, so each product is one attention pass with other
+values. "quadratic" forms Ā `[B, H, N, M]` once and multiplies by it (O(N M) memory).
+"linear" never forms it: every product is a full attention pass, through the backend's fused
+kernel where `attention.kernels` chooses one for these inputs (cuDNN on GPU, Pallas on TPU),
+else through `softmax_chunked` (attention/chunked.py: blocks and a recomputing backward), so
+the forward and the gradient take O(N + M) memory; it recomputes Q K^T in every pass (2 passes
+for `gfsa`, K for `gfsa_exact`), a time cost the quadratic form does not pay. "auto" (the
+default) is "quadratic" below `LINEAR_FROM` tokens (max(N, M)), "linear" from there, and
+"quadratic" whatever the length where the linear form cannot compute the same function:
+  * attention dropout in training: the quadratic form draws ONE keep mask for the whole Ā and
+    uses it in both products (above); the passes would draw other bits per block, so the
+    linear form is not the same function of the key. "auto" falls back to "quadratic"; an
+    explicit "linear" raises ValueError (and `attention.check` reports it before any model is
+    built).
+  * `talking_heads=True`: CaiT's maps mix the heads before and after the softmax, which no
+    per-head attention pass computes.
 """
 
 from __future__ import annotations
@@ -52,7 +70,7 @@ import numbers
 import jax
 import jax.numpy as jnp
 
-from attention import cost, masks, registry, softmax
+from attention import chunked, cost, kernels, masks, registry, softmax
 from attention import talking_heads as talking_heads_lib
 from attention.softmax import check_qkv
 
@@ -179,9 +197,96 @@ def _diagonal(mask4, b: int, h: int, n: int, m: int, dtype):
     if mask4 is None:
         diag = jnp.ones((b, h, p), dtype)
     else:
-        diag = jnp.diagonal(mask4[:, :, :p, :p], axis1=-2, axis2=-1).astype(dtype)
+        # `mask4` is `[B|1, H|1, N|1, M|1]`: a broadcast axis is read at index 0.
+        rows = jnp.arange(p) if mask4.shape[2] > 1 else jnp.zeros(p, jnp.int32)
+        cols = jnp.arange(p) if mask4.shape[3] > 1 else jnp.zeros(p, jnp.int32)
+        diag = jnp.broadcast_to(mask4[:, :, rows, cols], (b, h, p)).astype(dtype)
     diag = jnp.pad(diag, ((0, 0), (0, 0), (0, n - p)))
     return diag.transpose(0, 2, 1)[..., None]
+
+
+MEMORY = ("auto", "quadratic", "linear")
+# `memory="auto"` takes the linear-memory passes from this many tokens (max(N, M)) on. Measured
+# on a (loaded) 2-core CPU at B1 H8 D64 float32, forward + backward, linear / quadratic time:
+# 0.85-1.3x at 1k, 0.9-1.2x at 2k (break-even), 0.8-1.05x at 4k; past 2k the quadratic form's
+# Ā costs 128 MiB per 8 heads and sequence (512 MiB at 4k) in the forward alone.
+LINEAR_FROM = 2048
+
+
+def _check_memory(memory, name: str) -> None:
+    if not isinstance(memory, str) or memory not in MEMORY:
+        raise ValueError(f"{name}: memory={memory!r} is not one of {', '.join(MEMORY)}")
+
+
+def _linear_blocker(talking_heads: bool, dropout: bool) -> str | None:
+    """Why the linear-memory passes cannot compute this call (None when they can)."""
+    if talking_heads:
+        return (
+            "talking_heads=True (CaiT's maps mix the heads before and after the softmax; no "
+            "per-head attention pass computes that)"
+        )
+    if dropout:
+        return (
+            "attention dropout in training (the quadratic form uses ONE keep mask of the whole "
+            "N x M matrix in both products; attention passes would draw other bits per block)"
+        )
+    return None
+
+
+def memory_path(memory: str, *, n: int, m: int, talking_heads=False, dropout=False, name="gfsa"):
+    """The form ("quadratic" or "linear") `memory` selects for a call of N queries, M keys.
+
+    Raises:
+      ValueError: an unknown `memory`, or "linear" where it cannot compute the same function
+        (`_linear_blocker`), naming why and the alternatives.
+    """
+    _check_memory(memory, name)
+    blocker = _linear_blocker(talking_heads, dropout)
+    if memory == "linear" and blocker is not None:
+        raise ValueError(
+            f"{name}: memory='linear' cannot run with {blocker}; use memory='auto' (which "
+            "falls back to the quadratic form there) or memory='quadratic'"
+        )
+    if memory == "auto":
+        return "linear" if blocker is None and max(n, m) >= LINEAR_FROM else "quadratic"
+    return memory
+
+
+def _passes(q, k, v, *, mask4, bias, scale, name, query_chunk, key_chunk):
+    """`attend(X) = Ā X` (X `[B, L, H, D]`, rows read as key positions), one attention pass
+    per call, never forming Ā: the backend's fused kernel where `kernels.choose` takes these
+    inputs, else `softmax_chunked`. Returns float32 (float64 for float64 inputs)."""
+    m, v_dtype = k.shape[1], v.dtype
+    acc = jnp.promote_types(q.dtype, jnp.float32)
+    kernel, _ = kernels.choose(
+        "auto", backend=kernels.current_backend(), q=q, k=k, v=v, mask=mask4, bias=bias
+    )
+    if kernel != "xla":
+
+        def attend_fused(x):
+            x = _resize_rows(x, m).astype(v_dtype)
+            out = kernels.dot_product_attention(
+                q, k, x, bias=bias, mask=mask4, scale=scale, implementation=kernel, site=name
+            )
+            return out.astype(acc)
+
+        return attend_fused
+
+    def attend_chunked(x):
+        x = _resize_rows(x, m).astype(acc)
+        return chunked.apply(
+            {},
+            q,
+            k,
+            x,
+            mask=mask4,
+            bias=bias,
+            scale=scale,
+            query_chunk=query_chunk,
+            key_chunk=key_chunk,
+        )
+
+    return attend_chunked
 
 
 def _probs(params, q, k, mask, bias, scale, dropout_rate, train, key, name):
@@ -201,21 +306,61 @@ def _probs(params, q, k, mask, bias, scale, dropout_rate, train, key, name):
     )
 
 
-def _quadratic(
-    params, q, k, v, *, mask, key, train, order, w0, dropout_rate, scale, bias, exact, name
+def _filtered(
+    params,
+    q,
+    k,
+    v,
+    *,
+    mask,
+    key,
+    train,
+    order,
+    w0,
+    dropout_rate,
+    scale,
+    bias,
+    exact,
+    name,
+    memory="quadratic",
+    query_chunk=chunked.QUERY_CHUNK,
+    key_chunk=chunked.KEY_CHUNK,
 ):
     check_qkv(q, k, v)
     _check_order(order, name)
     _check_dropout(dropout_rate, train, key, name)
     b, n, h, _ = q.shape
     m = k.shape[1]
-    probs, mask4 = _probs(params, q, k, mask, bias, scale, dropout_rate, train, key, name)
-    acc = probs.dtype
+    path = memory_path(
+        memory,
+        n=n,
+        m=m,
+        talking_heads=talking_heads_lib.PARAMS in params,
+        dropout=train and dropout_rate > 0.0,
+        name=name,
+    )
+    if path == "linear":
+        acc = jnp.promote_types(q.dtype, jnp.float32)
+        mask4 = kernels.compact_mask(mask, b, h, n, m)  # validated, broadcast axes kept
+        attend = _passes(
+            q,
+            k,
+            v,
+            mask4=mask4,
+            bias=bias,
+            scale=scale,
+            name=name,
+            query_chunk=query_chunk,
+            key_chunk=key_chunk,
+        )
+    else:
+        probs, mask4 = _probs(params, q, k, mask, bias, scale, dropout_rate, train, key, name)
+        acc = probs.dtype
+
+        def attend(x):  # Ā X, with X's rows read as key positions
+            return jnp.einsum("bhnm,bmhd->bnhd", probs, _resize_rows(x, m))
+
     vals = v.astype(acc)
-
-    def attend(x):  # Ā X, with X's rows read as key positions
-        return jnp.einsum("bhnm,bmhd->bnhd", probs, _resize_rows(x, m))
-
     av = attend(vals)
     if _is_plain(params):
         return av.astype(v.dtype)
@@ -244,8 +389,11 @@ def apply(
     dropout_rate: float = 0.0,
     scale: float | None = None,
     bias=None,
+    memory: str = "auto",
+    query_chunk: int = chunked.QUERY_CHUNK,
+    key_chunk: int = chunked.KEY_CHUNK,
 ):
-    """GFSA (Eq. 10): `(w_0 I + w_1 Ā + w_K (Ā + (K-1)(Ā² - Ā))) V`, in O(N² d).
+    """GFSA (Eq. 10): `(w_0 I + w_1 Ā + w_K (Ā + (K-1)(Ā² - Ā))) V`, in O(N² d) time.
 
     Args:
       params: `init` output: `{"w_k": [H]}` (optionally `"w_0"`, `"w_1"`: `[H]`, which override
@@ -259,13 +407,18 @@ def apply(
       dropout_rate: dropout on the attention probabilities during training.
       scale: logit scale; default `Dk ** -0.5`.
       bias: optional additive logit bias broadcastable to `[B, H, N, M]` (e.g. Graphormer's).
+      memory: "quadratic" forms Ā (O(N M) memory), "linear" runs ĀV and Ā(ĀV) as two attention
+        passes that never form it (O(N + M) memory, also in the gradient), "auto" picks by
+        length (`memory_path`; the module docstring says when "linear" cannot run).
+      query_chunk, key_chunk: block sizes of the linear form on `softmax_chunked`.
 
     Returns:
       `[B, N, H, Dv]` in the dtype of `v`, computed in float32 (float64 for float64 inputs).
     """
     hp = dict(order=order, w0=w0, dropout_rate=dropout_rate, scale=scale, bias=bias)
-    return _quadratic(
-        params, q, k, v, mask=mask, key=key, train=train, exact=False, name="gfsa", **hp
+    chunks = dict(memory=memory, query_chunk=query_chunk, key_chunk=key_chunk)
+    return _filtered(
+        params, q, k, v, mask=mask, key=key, train=train, exact=False, name="gfsa", **hp, **chunks
     )
 
 
@@ -283,15 +436,20 @@ def apply_exact(
     dropout_rate: float = 0.0,
     scale: float | None = None,
     bias=None,
+    memory: str = "auto",
+    query_chunk: int = chunked.QUERY_CHUNK,
+    key_chunk: int = chunked.KEY_CHUNK,
 ):
     """Exact-power GFSA (Eq. 4, Table 9): `(w_0 I + w_1 Ā + w_K Ā^K) V`.
 
-    Ā^K V is computed as Ā(Ā(...(ĀV))), K products of cost O(N² d) each. Arguments, shapes and
-    return value as `apply`.
+    Ā^K V is computed as Ā(Ā(...(ĀV))), K products of cost O(N² d) each (with
+    `memory="linear"`, K attention passes). Arguments, shapes and return value as `apply`.
     """
     hp = dict(order=order, w0=w0, dropout_rate=dropout_rate, scale=scale, bias=bias)
-    return _quadratic(
-        params, q, k, v, mask=mask, key=key, train=train, exact=True, name="gfsa_exact", **hp
+    chunks = dict(memory=memory, query_chunk=query_chunk, key_chunk=key_chunk)
+    name = "gfsa_exact"
+    return _filtered(
+        params, q, k, v, mask=mask, key=key, train=train, exact=True, name=name, **hp, **chunks
     )
 
 
@@ -425,23 +583,69 @@ def apply_linear(
 _INIT_DEFAULTS = {"init_wk": 0.0, "even_layers_only": False, "learn_w0_w1": False}
 # The quadratic forms can also filter CaiT's talking-heads matrix (the linear one has no matrix).
 _QUADRATIC_DEFAULTS = {**_INIT_DEFAULTS, "talking_heads": False}
+# The softmax-attention forms choose their memory (module docstring).
+_SOFTMAX_DEFAULTS = {
+    "order": 3,
+    "w0": 0.0,
+    "dropout_rate": 0.0,
+    "scale": None,
+    "memory": "auto",
+    **_QUADRATIC_DEFAULTS,
+}
+# `apply`'s block sizes for `softmax_chunked` (its defaults), for the FLOP count.
+_CHUNKS = {"query_chunk": chunked.QUERY_CHUNK, "key_chunk": chunked.KEY_CHUNK}
 
 
 _check = registry.int_at_least(order=1)
+
+
+def _check_softmax_forms(hp, num_tokens) -> None:
+    """`check` of gfsa / gfsa_exact: `order`, and a `memory` that can run with the rest."""
+    _check(hp, num_tokens)
+    memory = hp["memory"]
+    if not isinstance(memory, str) or memory not in MEMORY:
+        raise ValueError(f"memory={memory!r} is not one of {', '.join(MEMORY)}")
+    blocker = _linear_blocker(bool(hp["talking_heads"]), hp["dropout_rate"] > 0.0)
+    if memory == "linear" and blocker is not None:
+        raise ValueError(
+            f"memory='linear' cannot run with {blocker}; use memory='auto' (which falls back "
+            "to the quadratic form there) or memory='quadratic'"
+        )
 
 
 def _plain_layer(c: cost.Call, hp) -> bool:
     return bool(hp.get("even_layers_only")) and c.layer_index % 2 == 1
 
 
+def _linear_memory(c: cost.Call, hp) -> bool:
+    """Whether this call runs the linear-memory passes (`memory_path` for its shapes)."""
+    memory = hp.get("memory", "quadratic")
+    dropout = c.train and hp.get("dropout_rate", 0.0) > 0.0
+    blocked = _linear_blocker(bool(hp.get("talking_heads")), dropout) is not None
+    if memory == "auto":
+        return not blocked and max(c.n, c.m) >= LINEAR_FROM
+    return memory == "linear"
+
+
+def _passes_flops(c: cost.Call, passes: int) -> tuple[float, float]:
+    """`passes` attention passes of `softmax_chunked` (the CPU form of memory="linear")."""
+    mm, ew = chunked.flops(c, _CHUNKS)
+    return passes * mm, passes * ew
+
+
 def flops(c: cost.Call, hp) -> tuple[float, float]:
     """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
     # Softmax's 4·n·m·h·d plus the second-order term A(AV), 2·n·m·h·dv (never A², which would
-    # be 2·n·m·n·h); a GFSA_even odd layer is plain softmax.
-    mm, ew = _matrix_flops(c, hp)
-    if _plain_layer(c, hp):
-        return mm, ew
-    return mm + 2 * c.n * c.m * c.h * c.dv, ew + 9 * c.n * c.h * c.dv
+    # be 2·n·m·n·h); a GFSA_even odd layer is plain softmax. Linear memory: two full passes
+    # (one on a plain layer), each recomputing Q K^T.
+    plain = _plain_layer(c, hp)
+    if _linear_memory(c, hp):
+        mm, ew = _passes_flops(c, 1 if plain else 2)
+    else:
+        mm, ew = _matrix_flops(c, hp)
+        if not plain:
+            mm += 2 * c.n * c.m * c.h * c.dv
+    return mm, ew if plain else ew + 9 * c.n * c.h * c.dv
 
 
 def _matrix_flops(c: cost.Call, hp) -> tuple[float, float]:
@@ -455,12 +659,16 @@ def _matrix_flops(c: cost.Call, hp) -> tuple[float, float]:
 
 def flops_exact(c: cost.Call, hp) -> tuple[float, float]:
     """Forward FLOPs `(matmul, elementwise)` of one call on one sequence (`attention.cost`)."""
-    # QK^T 2·n·m·h·dk and K successive products A(A(...(AV))), K·2·n·m·h·dv.
-    mm, ew = _matrix_flops(c, hp)
-    if _plain_layer(c, hp):
-        return mm, ew
-    extra = (hp["order"] - 1) * 2 * c.n * c.m * c.h * c.dv
-    return mm + extra, ew + 6 * c.n * c.h * c.dv
+    # QK^T 2·n·m·h·dk and K successive products A(A(...(AV))), K·2·n·m·h·dv. Linear memory:
+    # K full passes (one on a plain layer).
+    plain = _plain_layer(c, hp)
+    if _linear_memory(c, hp):
+        mm, ew = _passes_flops(c, 1 if plain else hp["order"])
+    else:
+        mm, ew = _matrix_flops(c, hp)
+        if not plain:
+            mm += (hp["order"] - 1) * 2 * c.n * c.m * c.h * c.dv
+    return mm, ew if plain else ew + 6 * c.n * c.h * c.dv
 
 
 def flops_linear(c: cost.Call, hp) -> tuple[float, float]:
@@ -477,21 +685,22 @@ def flops_linear(c: cost.Call, hp) -> tuple[float, float]:
 
 registry.register(
     "gfsa",
-    check=_check,
+    check=_check_softmax_forms,
     apply=apply,
     init=init,
     flops=flops,
-    defaults={"order": 3, "w0": 0.0, "dropout_rate": 0.0, "scale": None, **_QUADRATIC_DEFAULTS},
-    doc="graph-filter self-attention: w0 I + A + wK (A + (K-1)(A^2 - A)), O(N^2 d)",
+    defaults=_SOFTMAX_DEFAULTS,
+    doc="graph-filter self-attention: w0 I + A + wK (A + (K-1)(A^2 - A)), O(N^2 d) time, "
+    "O(N^2) or O(N) memory",
     inputs=("bias",),
 )
 registry.register(
     "gfsa_exact",
-    check=_check,
+    check=_check_softmax_forms,
     apply=apply_exact,
     init=init,
     flops=flops_exact,
-    defaults={"order": 3, "w0": 0.0, "dropout_rate": 0.0, "scale": None, **_QUADRATIC_DEFAULTS},
+    defaults=_SOFTMAX_DEFAULTS,
     doc="graph-filter self-attention with the exact power: w0 I + A + wK A^K (Table 9)",
     inputs=("bias",),
 )

@@ -104,6 +104,16 @@ CASES = {
         reference=functools.partial(gfsa_reference, order=4, w0=-0.1, exact=True),
         hparams={"order": 4, "w0": -0.1, "init_wk": 0.3},
     ),
+    # the two-pass, linear-memory form (attention.gfsa: memory="linear") on the same cases
+    "gfsa:memory=linear": Case(
+        reference=functools.partial(gfsa_reference, order=3, w0=0.2),
+        hparams={"order": 3, "w0": 0.2, "init_wk": 0.3, "memory": "linear"},
+        inputs=_bias,
+    ),
+    "gfsa_exact:memory=linear": Case(
+        reference=functools.partial(gfsa_reference, order=4, w0=-0.1, exact=True),
+        hparams={"order": 4, "w0": -0.1, "init_wk": 0.3, "memory": "linear"},
+    ),
     "gfsa_linear": Case(
         reference=functools.partial(gfsa_linear_reference, order=4, w0=0.2),
         hparams={"order": 4, "w0": 0.2, "init_wk": 0.3},

@@ -144,8 +144,8 @@ def test_chunked_gradients_equal_softmax():
 
 def test_chunked_compiled_memory_is_far_below_n_squared():
     """Compiled temp memory of forward + backward at N = 4096 (B = H = 1, D = 16, default
-    chunks 512 x 1024): about 9.9 MB, vs N * N * 4 = 67 MB for one float32 score matrix
-    (`softmax` itself needs about 201 MB here)."""
+    chunks 256 x 256, flash-style backward): about 1.4 MB, vs N * N * 4 = 67 MB for one float32
+    score matrix (`softmax` itself needs about 201 MB here)."""
     n = 4096
     x = jnp.zeros((1, n, 1, 16), jnp.float32)
     mech = attention.get("softmax_chunked")
