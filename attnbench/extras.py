@@ -23,6 +23,7 @@ EXTRAS = {
     "tensorflow": ("tfds-prepare", "tensorflow"),
     "datasets": ("hf", "datasets"),
     "pyarrow": ("hf", "pyarrow"),
+    "sentencepiece": ("hf", "sentencepiece"),
 }
 
 

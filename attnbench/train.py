@@ -32,6 +32,13 @@ rate) go to the summary's `reference`.
 SSA's "+FT" is a training phase (`attnbench.steps.phases`): from its first step on, the steps run
 the phase's own compiled train step.
 
+Evaluation only: `config.total_steps=0` (with `config.epochs=0` where the recipe counts epochs)
+trains no step: the model as built (e.g. a released checkpoint, `config.model.checkpoint` of the
+vision recipes) is evaluated once on val and test; no training batch is drawn, nothing is
+checkpointed, and the summary (`steps` 0, its `notes` saying so) holds its metrics as both the
+last and the best. The recipe's learning-rate schedule is not built (a warm-up and decay over
+zero steps has no meaning; nothing reads it).
+
 Precision: `config.model.dtype` is the compute dtype of the model's activations
 (`attnbench.nn.layers`); parameters, optimizer state, gradients, loss and metrics are float32
 whatever it is. "auto" is resolved at the start of a run for this backend (bfloat16 on GPU/TPU,
@@ -79,6 +86,7 @@ __all__ = [
     "NonFiniteLossError",
     "NonFiniteEvalError",
     "FAILED",
+    "EVALUATE_ONLY_NOTE",
 ]
 
 # Fault injection for the resume tests: SIGKILL this process right after finishing this step;
@@ -101,6 +109,12 @@ class NonFiniteEvalError(errors.RunFailedError):
 # What a run that stopped on a `RunFailedError` leaves in its workdir (a table cell reads it as
 # "failed", `attnbench.papers.runs`); removed when the run finishes.
 FAILED = "failed.json"
+
+# The summary's note of a run of config.total_steps=0.
+EVALUATE_ONLY_NOTE = (
+    "evaluation only (config.total_steps=0): no training step; the metrics are those of the "
+    "model as built (its initial values, or a checkpoint it loads such as config.model.checkpoint)"
+)
 
 
 def _log(msg: str) -> None:
@@ -242,23 +256,27 @@ def _run(config, workdir, task, wall_start, requested_dtype, closing) -> dict:
             f"{config.batch_size} = {config.total_steps} steps (from "
             f"{len(ds.train)} training examples; the recipe estimated {stored.total_steps})"
         )
-    train_iter = pipeline.train_iterator(
-        ds.train,
-        batch_size=config.batch_size,
-        seed=config.seed,
-        process_index=pid,
-        process_count=nproc,
-        transform=ds.transform,
-        collate=ds.collate,
-        workers=config.data_workers,
-        # A data section may lack the field (configs/common.py: data_fields): off.
-        repeats=config.data.get("repeated_aug", 1),
-    )
-    if hasattr(train_iter, "close"):
-        closing.callback(train_iter.close)
+    # Evaluation only (config.total_steps=0) draws no training batch: no training iterator.
+    evaluate_only = config.total_steps == 0
+    train_iter = None
+    if not evaluate_only:
+        train_iter = pipeline.train_iterator(
+            ds.train,
+            batch_size=config.batch_size,
+            seed=config.seed,
+            process_index=pid,
+            process_count=nproc,
+            transform=ds.transform,
+            collate=ds.collate,
+            workers=config.data_workers,
+            # A data section may lack the field (configs/common.py: data_fields): off.
+            repeats=config.data.get("repeated_aug", 1),
+        )
+        if hasattr(train_iter, "close"):
+            closing.callback(train_iter.close)
 
     # ---- model, optimizer and jitted steps ---------------------------------------------------
-    run = steps.setup(task, config)
+    run = steps.setup(task, _constant_schedule(config) if evaluate_only else config)
     state = run.state
     if not (workdir / "config.json").exists() and pid == 0:
         io.write_json(workdir / "config.json", stored.to_dict())  # data and model are built
@@ -396,7 +414,7 @@ def _run(config, workdir, task, wall_start, requested_dtype, closing) -> dict:
         )
         pending.clear()
 
-    def eval_and_checkpoint() -> None:
+    def eval_and_checkpoint(save: bool = True) -> None:
         nonlocal last_saved
         val = evaluate_state(state, "val")
         if config.best_metric not in val:
@@ -418,10 +436,13 @@ def _run(config, workdir, task, wall_start, requested_dtype, closing) -> dict:
             + ", ".join(f"{k} {io.format_metric(v)}" for k, v in val.items() if k != "num_examples")
             + (" (best)" if better else "")
         )
-        ckpts.save(step, state, train_iter.get_state(), meta, best=better)
-        last_saved = step
+        if save:
+            ckpts.save(step, state, train_iter.get_state(), meta, best=better)
+            last_saved = step
 
-    phase = run.phase(step)
+    phase = run.phase(step) if run.phases else None
+    if evaluate_only:
+        _log("config.total_steps=0: evaluation only, of the model as built (no training step)")
     if step < total:
         _log(f"training steps {step + 1}..{total}, batch {config.batch_size}")
         for p in run.phases[1:]:
@@ -457,7 +478,9 @@ def _run(config, workdir, task, wall_start, requested_dtype, closing) -> dict:
         if step == kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
     flush()
-    if last_saved != step:  # e.g. resumed a finished-but-unsummarised run
+    if evaluate_only:
+        eval_and_checkpoint(save=False)
+    elif last_saved != step:  # e.g. resumed a finished-but-unsummarised run
         eval_and_checkpoint()
     ckpts.wait()
     if metrics_file is not None:
@@ -465,10 +488,13 @@ def _run(config, workdir, task, wall_start, requested_dtype, closing) -> dict:
 
     # ---- final summary ---------------------------------------------------------------------
     test_last = evaluate_state(state, "test")
-    best_step, best, recovered = ckpts.restore_best(
-        checkpoint.abstract(state), meta, lambda a, b: _better(config, a, b)
-    )
-    test_best = evaluate_state(best, "test")
+    if evaluate_only:  # the model as built is the last and the best
+        best_step, recovered, test_best = step, None, test_last
+    else:
+        best_step, best, recovered = ckpts.restore_best(
+            checkpoint.abstract(state), meta, lambda a, b: _better(config, a, b)
+        )
+        test_best = evaluate_state(best, "test")
     val_last = meta["val_history"][-1]
     val_best = next(v for v in meta["val_history"] if v["step"] == best_step)
     ckpts.close()
@@ -510,7 +536,7 @@ def _run(config, workdir, task, wall_start, requested_dtype, closing) -> dict:
         num_params=num_params,
         precision=precision,
         kernels=used_kernels,
-        notes=[recovered] if recovered else [],
+        notes=[recovered] if recovered else ([EVALUATE_ONLY_NOTE] if evaluate_only else []),
     )
     if pid == 0:
         plots.learning_curves(workdir, title=f"{config.task} / {config.attention.name}")
@@ -518,6 +544,15 @@ def _run(config, workdir, task, wall_start, requested_dtype, closing) -> dict:
         (workdir / FAILED).unlink(missing_ok=True)
     _log(summary_lib.text(summary))
     return summary
+
+
+def _constant_schedule(config):
+    """A copy of `config` with a constant learning rate, for a run of zero steps: nothing reads
+    it, and a recipe's warm-up and decay cannot be built over zero steps (optax refuses a
+    cosine of no steps)."""
+    config = copy.deepcopy(config)
+    config.schedule.name = "constant"
+    return config
 
 
 def _better(config, a: dict, b: dict) -> bool:

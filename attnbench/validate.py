@@ -74,10 +74,22 @@ def problems(config: ml_collections.ConfigDict, task=None) -> list[str]:
     # ---- trainer -------------------------------------------------------------------------
     r(c, "config.", "task", lambda v: isinstance(v, str) and v, "name a registered task")
     r(c, "config.", "seed", nonneg, "must be an integer >= 0")
-    for field in ("batch_size", "eval_batch_size", "total_steps", "eval_every", "log_every"):
+    for field in ("batch_size", "eval_batch_size", "eval_every", "log_every"):
         r(c, "config.", field, pos, "must be an integer >= 1")
+    r(
+        c,
+        "config.",
+        "total_steps",
+        nonneg,
+        "must be an integer >= 0 (0: evaluate the model as built, without training)",
+    )
     r(c, "config.", "data_workers", nonneg, "must be an integer >= 0")
     r(c, "config.", "epochs", nonneg, "must be an integer >= 0 (0: config.total_steps counts)")
+    if c.get("total_steps") == 0 and pos(c.get("epochs")):
+        out.append(
+            f"config.total_steps=0 (evaluation only) with config.epochs={c.epochs}: the epochs "
+            "set the steps; also pass --config.epochs=0"
+        )
     r(c, "config.", "eval_every_epochs", pos, "must be an integer >= 1")
     r(c, "config.", "best_mode", lambda v: v in ("max", "min"), "must be 'max' or 'min'")
     if "writers" in c:

@@ -136,6 +136,11 @@ def read_config(directory) -> dict:
     if kind not in MODEL_TYPES:
         raise errors.DataError(
             f"{path}: model_type={kind!r} is not supported; known: {', '.join(MODEL_TYPES)}"
+            + (
+                "; ALBERT folders load with language.hf_albert.load_hf_albert"
+                if kind == "albert"
+                else ""
+            )
         )
     missing = [k for k in _REQUIRED if not isinstance(cfg.get(k), int)]
     if missing:

@@ -6,8 +6,10 @@
 
 `--config.<section>.<field>=<value>` (or `... <value>`) overrides one field; the final config is
 checked as a whole (`attnbench.validate`) before anything is built. Re-running with the same workdir
-resumes from the latest checkpoint. A user error (bad config, missing data, unknown name, a
-workdir in use) prints one line and exits with status 2.
+resumes from the latest checkpoint. `--config.total_steps=0` (with `--config.epochs=0` where the
+recipe counts epochs) trains nothing and evaluates the model as built once, e.g. a released
+checkpoint (`checkpoint=` of the vision recipes). A user error (bad config, missing data, unknown
+name, a workdir in use) prints one line and exits with status 2.
 
 `--processes N --devices-per-process D` rehearses a multi-host run on this machine: N JAX processes
 on the CPU backend, D devices each (`attnbench.launch.multihost.run_local`); the output of processes

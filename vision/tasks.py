@@ -1,16 +1,22 @@
 """Image classification tasks registered with the trainer: `config.task = "vision.<dataset>"`
 for every dataset of `vision.data.DATASETS` (cifar10, cifar100, tiny_imagenet, imagenet,
-places365, inaturalist, folder)."""
+places365, inaturalist, folder).
+
+`config.model.checkpoint` (a vision recipe's `checkpoint=` argument sets it; absent otherwise):
+a timm checkpoint, folder or file, loaded into the model when it is built
+(`vision.timm_checkpoints`); a model that does not fit it is a ConfigError naming each
+differing field."""
 
 from __future__ import annotations
 
 import math
+import os
 
 import jax
 import numpy as np
 
 from attnbench import errors, tasks
-from vision import data, mixup, models
+from vision import data, mixup, models, timm_checkpoints
 
 __all__ = ["ImageClassification"]
 
@@ -96,6 +102,13 @@ class ImageClassification(tasks.ClassificationTask):
             value = d.get(field)
             if field in d and not _holds(ok, value):
                 out.append(f"config.data.{field}={value!r}: {what}")
+        checkpoint = m.get("checkpoint", "")
+        if checkpoint and not os.path.exists(os.path.expanduser(checkpoint)):
+            out.append(
+                f"config.model.checkpoint={checkpoint!r}: no such file or folder (a timm "
+                "checkpoint: a Hugging Face timm/<model> folder, its model.safetensors, or a "
+                ".pth state dict)"
+            )
         return out
 
     def attention_length(self, config) -> int | None:
@@ -123,14 +136,32 @@ class ImageClassification(tasks.ClassificationTask):
             raise errors.ConfigError(
                 f"config.model.head_classes={head} is below config.data.num_classes={d.num_classes}"
             )
-        return models.ImageClassifier(
-            num_classes=head,
-            image_size=d.image_size,
-            channels=3,
-            model_cfg=config.model,
-            attention_cfg=config.attention,
-            rngs=rngs,
+
+        def build(rngs):
+            return models.ImageClassifier(
+                num_classes=head,
+                image_size=d.image_size,
+                channels=3,
+                model_cfg=config.model,
+                attention_cfg=config.attention,
+                rngs=rngs,
+            )
+
+        checkpoint = config.model.get("checkpoint", "")
+        if not checkpoint:
+            return build(rngs)
+        model, info = timm_checkpoints.build_loaded(
+            build, checkpoint, config.model, rngs, mean=d.get("mean"), std=d.get("std")
         )
+        if jax.process_index() == 0:
+            fresh = info["initialised"]
+            print(
+                f"checkpoint: {info['file']} ({info['architecture'] or info['kind']}, "
+                f"{info['tensors']} tensors)"
+                + (f"; initial values kept for {', '.join(fresh)}" if fresh else ""),
+                flush=True,
+            )
+        return model
 
     def _soft(self) -> bool:
         m = self._mix or {}

@@ -7,15 +7,22 @@ Recipes (`model=` in the config argument) and where each is:
   vit, sliceformer  Sliceformer Table 5's ViT and its sorting-attention row: CIFAR-10/100 and
                     Tiny-ImageNet (configs/vision/sliceformer_vit.py).
   deit_s, deit_s24  DeiT-S with 12 or 24 layers, GFSA Tables 3 and 12 (configs/vision/imagenet.py).
+  deit_b            DeiT-B, timm's ViT-B/16 architecture (configs/vision/imagenet.py).
   cait_s24          CaiT-S24, GFSA Tables 3, 12 and 14 (configs/vision/imagenet.py).
   swin_t, swin_s    Swin-T / Swin-S, GFSA Table 12 and SSA Tables 2 and 9
                     (configs/vision/imagenet.py).
   grf_vit           GRF Tables 1 and 3's ViT-B: ImageNet, Places365 and iNaturalist
                     (configs/vision/grf_vit.py).
 `attn=` swaps the mechanism (e.g. `model=deit_s,attn=gfsa` is "DeiT-S + GFSA").
+`checkpoint=PATH` (every vision recipe) sets `config.model.checkpoint` to PATH made absolute: a
+timm checkpoint folder or file loaded into the model when it is built (vision/timm_checkpoints.py;
+a model that does not fit it is a ConfigError). Without it the config has no such field, so
+every config without a checkpoint is the one it was before the argument existed.
 """
 
 from __future__ import annotations
+
+import os
 
 import ml_collections
 
@@ -33,7 +40,17 @@ __all__ = [
     "finish",
 ]
 
-RECIPES = ("vit", "sliceformer", "deit_s", "deit_s24", "cait_s24", "swin_t", "swin_s", "grf_vit")
+RECIPES = (
+    "vit",
+    "sliceformer",
+    "deit_s",
+    "deit_s24",
+    "deit_b",
+    "cait_s24",
+    "swin_t",
+    "swin_s",
+    "grf_vit",
+)
 
 
 def parse(
@@ -44,11 +61,11 @@ def parse(
     choices: dict | None = None,
 ):
     """Parses a vision recipe file's `key=value,...` against `common.ARGS`, `model=` (one of
-    `recipes`, default `default`) and the file's `extra` keys (`choices`: their known values,
-    as `configs.common.parse`)."""
+    `recipes`, default `default`), `checkpoint=` (a timm checkpoint, `finish`) and the file's
+    `extra` keys (`choices`: their known values, as `configs.common.parse`)."""
     return common.parse(
         arg,
-        {"model": default, **(extra or {})},
+        {"model": default, "checkpoint": "", **(extra or {})},
         {
             "model": (recipes, "vision recipe"),
             "preset": (common.PRESETS, None),
@@ -124,7 +141,8 @@ def finish(c, args, presets) -> ml_collections.ConfigDict:
     """Scales the recipe to its preset from the file's table `presets` (`common.scale`, plus
     the image keys `patch` (model.patch_size) and `image_size`), applies `attn=`, and fits
     graph-structured mechanisms to the grid of patches (GRF: the 2-D grid graph, the class
-    token linked to every patch). Returns `c`.
+    token linked to every patch); `checkpoint=PATH` adds `c.model.checkpoint`, PATH made
+    absolute (a relative path would name another file from another directory). Returns `c`.
 
     Raises:
       ConfigError: `length=` (an image's tokens are its patches), an image size the patches
@@ -171,4 +189,7 @@ def finish(c, args, presets) -> ml_collections.ConfigDict:
         att.grid = (gh, gw) if c.model.encoder == "transformer" else att.grid
     if "cls_token" in att:
         att.cls_token = c.model.pool == "cls" and c.model.encoder == "transformer"
+    if args.get("checkpoint"):
+        # Only when given: configs without a checkpoint keep exactly their former fields.
+        c.model.checkpoint = os.path.abspath(os.path.expanduser(args.checkpoint))
     return c

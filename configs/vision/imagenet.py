@@ -8,6 +8,9 @@ Recipes (`model=`):
   deit_s       DeiT-S (Touvron et al. 2021), GFSA Tables 3 and 12's backbone: 12 layers, 384
                wide, 6 heads, patch 16 at 224 px, the DeiT training recipe (`deit_s`).
   deit_s24     the 24-layer DeiT-S of GFSA Tables 3 and 12 (dropout 0.2, GFSA App. M.1).
+  deit_b       DeiT-B (Touvron et al. 2021 Table 1): 768 wide, 12 heads, MLP 3072, the DeiT
+               recipe; the architecture of timm's vit_base_patch16_224 and deit_base_patch16_224
+               (`deit_b`: for their checkpoints, `checkpoint=`).
   cait_s24     CaiT-S24 (Touvron et al. 2021b), GFSA Tables 3, 12 and 14's backbone: 24
                talking-heads self-attention blocks with LayerScale, 2 class-attention blocks.
   swin_t, swin_s  Swin-T / Swin-S (Liu et al. 2021) at 224 px, GFSA Table 12's Swin-S (`swin`);
@@ -21,10 +24,15 @@ Run:
     python -m scripts.train --config configs/vision/imagenet.py:preset=cpu --workdir runs/in-cpu
     python -m scripts.train --config configs/vision/imagenet.py:model=deit_s,attn=gfsa \
         --config.data.dir=/path/to/imagenet --config.data_workers=16 --workdir runs/deit-gfsa
+    # evaluate timm's released DeiT-S on the validation images, no training step:
+    python -m scripts.train --config vision/imagenet.py:model=deit_s,checkpoint=hub/deit_s \
+        --config.total_steps=0 --config.ema_decay=0 --config.data.dir=/path/to/imagenet \
+        --workdir runs/deit-s-timm
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke   scaling of the recipe (default paper; configs/vision/presets.py)
     model=deit_s|deit_s24    DeiT-S with 12 or 24 layers (`deit_s` below)
+    model=deit_b             DeiT-B = ViT-B/16 (`deit_b` below)
     model=cait_s24           CaiT-S24, talking-heads attention (`cait_s24` below)
     model=swin_t|swin_s      Swin-T / Swin-S (`swin` below)
     model=grf_vit            GRF Tables 1 / 3's ViT-B, GRF-masked (configs/vision/grf_vit.py)
@@ -37,6 +45,8 @@ Config argument (comma-separated `key=value`):
     ft=1                     ssa: +FT, the last 10% of the steps with dense attention
     attn=<mechanism>         any name in `attention.names()`; gfsa is "DeiT-S + GFSA" (K and,
                              on CaiT, the talking-heads matrix: `gfsa_rows` below)
+    checkpoint=PATH          a timm checkpoint (folder or file) loaded into the model when it
+                             is built (vision/timm_checkpoints.py; configs/vision/common.py)
 
 Data (`config.data.source`): `official` reads `train/<synset>/*.JPEG` and `val/<synset>/*.JPEG`
 under `config.data.dir`, else `<data root>/imagenet` (val in class folders, as torchvision and
@@ -56,7 +66,7 @@ from vision import data
 
 
 def get_config(arg: str | None = None):
-    recipes = ("deit_s", "deit_s24", "cait_s24", "swin_t", "swin_s", "grf_vit")
+    recipes = ("deit_s", "deit_s24", "deit_b", "cait_s24", "swin_t", "swin_s", "grf_vit")
     # p_halt=: the walks' halting probability of grf_vit (GRF Table 3's ablation: 0.5)
     # order=: GFSA's K instead of the recipe's (GFSA Tables 13 / 14's sweeps); window=, ssa=,
     # sampling=, ft=: SSA's Swin-T (SSA Tables 2 and 9)
@@ -90,6 +100,8 @@ def get_config(arg: str | None = None):
         cait_s24(c)
     else:
         deit_s(c, layers=24 if args.model == "deit_s24" else 12)
+        if args.model == "deit_b":
+            deit_b(c)
     c = vision_common.finish(c, args, presets.SMALL_IMAGES)
     gfsa_rows(c, args.model)  # attn=gfsa: the backbone's K and, on CaiT, the talking heads
     if args.window:
@@ -201,6 +213,17 @@ def deit_s(c, *, layers: int = 12) -> None:
     m.drop_path, m.drop_path_decay = r["drop_path"], "linear"
     m.qkv_bias = m.out_bias = True
     m.pool, m.positions = "cls", "learned"
+
+
+def deit_b(c) -> None:
+    """DeiT-B after `deit_s`: 768 wide, 12 heads of 64, MLP 3072 (DeiT Table 1, 86M parameters),
+    the same DeiT recipe (DeiT Table 9 trains every size alike). The architecture of timm's
+    vit_base_patch16_224 (the augreg releases too) and deit_base_patch16_224, so that
+    `checkpoint=` evaluates them (timm's vit_* releases normalise with mean = std = 0.5, its
+    `IMAGENET_INCEPTION_MEAN` / `_STD`: `--config.data.mean=(0.5,0.5,0.5)
+    --config.data.std=(0.5,0.5,0.5)`; deit_* with ImageNet's, the recipe's)."""
+    m = c.model
+    m.dim, m.qkv_dim, m.num_heads, m.mlp_dim = 768, 768, 12, 3072
 
 
 # CaiT-S24 as GFSA trained it (arXiv 2312.04234 Sec. 5.3, App. M.1; the authors' code,

@@ -66,7 +66,7 @@ tokenisers mirror HF ``convert_slow_tokenizer``: ``BertConverter`` (WordPiece, `
 with clean_text, Chinese-character splitting, accents stripped iff lowercasing,
 ``BertPreTokenizer``, ``[CLS] A [SEP] B [SEP]`` with token types 0 | 1) and ``RobertaConverter``
 (byte-level BPE without prefix space, ``<s> A </s></s> B </s>``, token types all 0).
-ALBERT's SentencePiece tokeniser is not provided here.
+ALBERT's SentencePiece tokeniser is `language.hf_albert.albert_tokenizer`.
 
 Bad input raises `attnbench.errors.DataError` naming the file, the line and what to do.
 """

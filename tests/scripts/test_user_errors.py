@@ -86,9 +86,9 @@ CASES = [
     ),
     ("eval-every-zero", lambda t: _train(t / "w", "--config.eval_every=0"), "config.eval_every=0"),
     (
-        "total-steps-zero",
-        lambda t: _train(t / "w", "--config.total_steps=0"),
-        "config.total_steps=0",
+        "total-steps-negative",  # 0 is an evaluation-only run (attnbench.train)
+        lambda t: _train(t / "w", "--config.total_steps=-1"),
+        "config.total_steps=-1",
     ),
     (
         "negative-lr",
