@@ -30,7 +30,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnbench import errors, tasks
-from language import gpt2, models
+from language import (
+    glue_task,  # noqa: F401  (registers language.glue with the trainer)
+    gpt2,
+    models,
+)
 from language.data import corpora, distaug, windows
 
 __all__ = ["LanguageModelling", "lm_loss"]

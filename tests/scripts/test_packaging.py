@@ -162,7 +162,7 @@ def test_without_any_extra_every_domain_registers_and_every_config_loads(tmp_pat
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["20", "ok"]
+    assert out.stdout.split() == ["21", "ok"]  # 21 tasks: language.glue is the 21st
     train = subprocess.run(
         [
             sys.executable,
