@@ -340,6 +340,10 @@ def test_figure1_bars_name_the_runs_of_their_two_cells():
         "python -m scripts.reproduce gfsa.table2 --cells GPT2/PTB 'GPT2 + GFSA/PTB'"
     )
     assert elsewhere["Graph regression"].startswith("python -m scripts.reproduce gfsa.table4 ")
+    assert elsewhere["Language understanding"].startswith(
+        "python -m scripts.reproduce gfsa.table1 --cells RoBERTa-base/CoLA "
+        "'RoBERTa-base + GFSA/CoLA'"
+    )
     for c in f1.cells:
         assert not c.runnable
         assert bool(c.elsewhere) != bool(c.needs)
