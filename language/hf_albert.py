@@ -80,13 +80,12 @@ import json
 import os
 
 import jax
-import jax.numpy as jnp
 import ml_collections
 import numpy as np
-import safetensors.numpy
 from flax import nnx
 
 from attnbench import errors, extras
+from language import hf_encoders  # the safetensors reading and torch-to-flax copying helpers
 from language.backbones import encoder_albert
 
 __all__ = [
@@ -301,37 +300,6 @@ def head_shapes(s: dict) -> tuple[dict, dict]:
     return pooler, {"classifier.weight": (n, d), "classifier.bias": (n,)}
 
 
-def _read_tensors(path: str) -> dict[str, np.ndarray]:
-    """The file's tensors under normalised names (`albert.` stripped, gamma/beta renamed)."""
-    if not os.path.isfile(path):
-        raise errors.DataError(
-            f"{path}: no such file (a Hugging Face model.safetensors; a checkpoint saved as "
-            "pytorch_model.bin must be converted to safetensors first)"
-        )
-    try:
-        raw = safetensors.numpy.load_file(path)
-    except Exception as e:  # noqa: BLE001 (the package raises several types for a bad file)
-        raise errors.DataError(
-            f"{path}: not a readable safetensors file ({type(e).__name__}: {e}); a BF16 file "
-            "must be converted to float32 (numpy has no bfloat16)"
-        ) from None
-    out: dict[str, np.ndarray] = {}
-    origin: dict[str, str] = {}
-    for name, value in raw.items():
-        key = name[len("albert.") :] if name.startswith("albert.") else name
-        if key.endswith(".gamma") or key.endswith(".beta"):
-            stem, last = key.rsplit(".", 1)
-            if stem.endswith("LayerNorm") or stem.endswith("layer_norm"):
-                key = stem + (".weight" if last == "gamma" else ".bias")
-        if key in out:
-            raise errors.DataError(
-                f"{path}: tensors {origin[key]!r} and {name!r} are the same parameter "
-                f"({key!r}); keep one"
-            )
-        out[key], origin[key] = value, name
-    return out
-
-
 def load_hf_albert(
     directory,
     *,
@@ -366,7 +334,7 @@ def load_hf_albert(
     directory = os.fspath(directory)
     hf = read_config(directory)
     path = os.path.join(directory, "model.safetensors")
-    tensors = _read_tensors(path)
+    tensors = hf_encoders._read_tensors(path, "albert")
     present = [k for k in _HEAD if k in tensors]
     if present and len(present) < len(_HEAD):
         missing = [k for k in _HEAD if k not in tensors]
@@ -452,34 +420,19 @@ def load_hf_albert(
     return model, config
 
 
-def _set(param: nnx.Variable, value) -> None:
-    value = np.asarray(value, np.float32)
-    if tuple(param.shape) != value.shape:  # shapes were checked against the file: our mapping
-        raise AssertionError(f"mapping error: {value.shape} into {param.shape}")
-    param.set_value(jnp.asarray(value))
-
-
-def _linear(layer: nnx.Linear, t: dict, name: str) -> None:
-    """torch Linear `[out, in]` weight + bias into a flax Linear (kernel `[in, out]`)."""
-    if name + ".weight" in t:
-        _set(layer.kernel, t[name + ".weight"].T)
-        _set(layer.bias, t[name + ".bias"])
-
-
-def _norm(norm: nnx.LayerNorm, t: dict, name: str) -> None:
-    _set(norm.scale, t[name + ".weight"])
-    _set(norm.bias, t[name + ".bias"])
-
-
 def _assign(model: encoder_albert.AlbertEncoderModel, t: dict, s: dict) -> None:
     """Copies the HF tensors `t` into `model`'s parameters (pooler / head only when present)."""
     d, h = s["dim"], s["num_heads"]
     hd = d // h
-    _set(model.word_embeddings.embedding, t["embeddings.word_embeddings.weight"])
-    _set(model.position_embeddings.embedding, t["embeddings.position_embeddings.weight"])
-    _set(model.token_type_embeddings.embedding, t["embeddings.token_type_embeddings.weight"])
-    _norm(model.embed_norm, t, "embeddings.LayerNorm")
-    _linear(model.embed_proj, t, "encoder.embedding_hidden_mapping_in")
+    hf_encoders._set(model.word_embeddings.embedding, t["embeddings.word_embeddings.weight"])
+    hf_encoders._set(
+        model.position_embeddings.embedding, t["embeddings.position_embeddings.weight"]
+    )
+    hf_encoders._set(
+        model.token_type_embeddings.embedding, t["embeddings.token_type_embeddings.weight"]
+    )
+    hf_encoders._norm(model.embed_norm, t, "embeddings.LayerNorm")
+    hf_encoders._linear(model.embed_proj, t, "encoder.embedding_hidden_mapping_in")
     inner = s["inner_group_num"]
     for index, layer in enumerate(model.layers):
         p = _layer_prefix(index // inner, index % inner)
@@ -492,16 +445,16 @@ def _assign(model: encoder_albert.AlbertEncoderModel, t: dict, s: dict) -> None:
             )
         for name, proj in (("query", attn.query), ("key", attn.key), ("value", attn.value)):
             w, b = t[f"{p}attention.{name}.weight"], t[f"{p}attention.{name}.bias"]
-            _set(proj.kernel, w.T.reshape(d, h, hd))  # out axis = heads x head_dim
-            _set(proj.bias, b.reshape(h, hd))
-        _set(attn.out.kernel, t[p + "attention.dense.weight"].T.reshape(h, hd, d))
-        _set(attn.out.bias, t[p + "attention.dense.bias"])
-        _norm(layer.attn_norm, t, p + "attention.LayerNorm")
-        _linear(layer.ffn, t, p + "ffn")
-        _linear(layer.ffn_output, t, p + "ffn_output")
-        _norm(layer.out_norm, t, p + "full_layer_layer_norm")
-    _linear(model.pooler, t, "pooler")
-    _linear(model.classifier, t, "classifier")
+            hf_encoders._set(proj.kernel, w.T.reshape(d, h, hd))  # out axis = heads x head_dim
+            hf_encoders._set(proj.bias, b.reshape(h, hd))
+        hf_encoders._set(attn.out.kernel, t[p + "attention.dense.weight"].T.reshape(h, hd, d))
+        hf_encoders._set(attn.out.bias, t[p + "attention.dense.bias"])
+        hf_encoders._norm(layer.attn_norm, t, p + "attention.LayerNorm")
+        hf_encoders._linear(layer.ffn, t, p + "ffn")
+        hf_encoders._linear(layer.ffn_output, t, p + "ffn_output")
+        hf_encoders._norm(layer.out_norm, t, p + "full_layer_layer_norm")
+    hf_encoders._linear(model.pooler, t, "pooler")
+    hf_encoders._linear(model.classifier, t, "classifier")
 
 
 # ------------------------------------------------------------------------------- tokeniser
