@@ -24,7 +24,9 @@ TOY = "tests/toy/config.py"  # variable-size sets: a transform and a collate in 
 
 def _run_cli(workdir, *extra, env=None, devices=1, config=SMOKE):
     env = dict(os.environ, **(env or {}))
-    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    # the caller's flags (make test's optimisation level) kept, the device count appended
+    flags = env.get("XLA_FLAGS", "")
+    env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={devices}".strip()
     env["JAX_PLATFORMS"] = "cpu"
     cmd = [
         sys.executable,
