@@ -63,7 +63,8 @@ __all__ = [
 
 _EVALUATORS: registry.Registry[Callable[..., Evaluator]] = registry.Registry("evaluator")
 SPLITS = ("val", "test")
-# Every metric name an evaluator here (or a task's own (sum, count) metrics) can report: the
+# Every metric name an evaluator here, a domain's evaluator (language/glue_task.py's `glue`:
+# mcc, f1, accuracy, spearman, pearson) or a task's own (sum, count) metrics can report: the
 # names `configs/tables/` reads (`attnbench.papers.tables.METRICS`).
 METRICS = (
     "accuracy",
@@ -72,6 +73,7 @@ METRICS = (
     "mcc",
     "rocauc",
     "spearman",
+    "pearson",  # GLUE STS-B's other correlation (language/glue_task.py's `glue` evaluator)
     "top5_accuracy",
     "mean_class_accuracy",
     "mae",

@@ -11,7 +11,8 @@ error of the output against the score (HF's `problem_type="regression"`: `MSELos
 Data (`config.data`):
   task       cola | sst2 | mrpc | qqp | stsb | mnli | mnli-mm | qnli | rte | wnli; "mnli-mm" is
              MNLI trained the same way and tested on the mismatched dev split.
-  source     "official": the GLUE release under `dir` (default `<data root>/glue`), the original
+  source     "official": the GLUE release under `dir` (default `<data root>/glue`, where
+             `attnbench-data fetch glue` puts the original TSV release), the original
              TSV folders or the nyu-mll/glue parquet files, auto-detected by
              `language.data.glue.load` (`format` = "tsv" / "parquet" forces one;
              `skip_malformed` skips and counts broken TSV rows). "standin": the offline
@@ -71,7 +72,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from attnbench import errors, evaluators, tasks
-from attnbench.data import cache
+from attnbench.data import cache, catalog
 from language import glue_metrics, hf_encoders
 from language.backbones import encoder_bert
 from language.data import glue, glue_standin
@@ -91,6 +92,11 @@ __all__ = [
 
 TASKS = (*glue.TASKS, "mnli-mm")
 FAMILIES = ("bert", "roberta", "albert")
+# What the GLUE folder holds, for the missing-folder errors: either release (language.data.glue)
+GLUE_HOLDING = (
+    "the task folders of the original TSV release (CoLA/, SST-2/, ..., RTE/) or the nyu-mll/glue "
+    "parquet files (<task>/<split>-*.parquet)"
+)
 # language.glue_metrics' names -> the summary's (attnbench.evaluators.METRICS)
 METRIC_NAMES = {
     "matthews_correlation": "mcc",
@@ -432,12 +438,15 @@ class Glue(tasks.Task):
             tokenizer, how = self._tokenizer(config, checkpoint, s)
             description = dict(s.description)
         else:
-            root = cache.data_root(d.dir) / ("" if d.dir else "glue")
+            # config.data.dir, else the catalog's folder (<data root>/glue) once fetched; a
+            # DataError naming `attnbench-data fetch glue` when neither is there
+            root = pathlib.Path(catalog.official_dir("glue", d.dir, holding=GLUE_HOLDING))
+            root = root.expanduser()
             if not root.is_dir():
                 raise errors.DataError(
-                    f"{root}: GLUE data folder not found; download GLUE (the original TSV "
-                    "release with download_glue_data.py, or the nyu-mll/glue parquet files) "
-                    "into it, or set config.data.dir"
+                    f"{root}: GLUE data folder not found (config.data.dir); fetch the original "
+                    "TSV release with `attnbench-data fetch glue` and leave config.data.dir "
+                    f"empty, or set it to the folder holding {GLUE_HOLDING}"
                 )
             dev = "validation_matched" if base == "mnli" else "validation"
             test_split = "validation_mismatched" if name == "mnli-mm" else dev
@@ -513,6 +522,9 @@ class Glue(tasks.Task):
                 attention_cfg=config.attention,
                 dtype=dtype,
                 seed=int(config.seed),
+                # ContraNorm (Table 1's "+ ContraNorm"): no parameters, so the model section's
+                # settings go into the checkpoint's model
+                contranorm=encoder_bert.contranorm_settings(config.model),
             )
             return model
         s = encoder_settings(config.model, labels)

@@ -11,12 +11,8 @@ head and layer, 12 x 12 = 144 (GFSA Sec. 5.2).
     model, config = gpt2.load_hf_gpt2("path/to/gpt2", attention_cfg={"name": "gfsa", "order": 3})
 
 `load_hf_gpt2` reads a Hugging Face checkpoint directory (`config.json` + `model.safetensors`)
-with neither torch nor the `safetensors` package: `read_safetensors` parses the format itself.
-The safetensors format (huggingface/safetensors README and its Rust crate's docs): an 8-byte
-little-endian unsigned header size, a UTF-8 JSON header (possibly padded with spaces) mapping
-each tensor name to `{"dtype", "shape", "data_offsets": [begin, end]}` (byte offsets into the
-data that follows the header) plus an optional `"__metadata__"` of strings, then the raw
-little-endian, row-major tensor data.
+without torch: `read_safetensors` reads the file with the `safetensors` package (a base
+dependency, as for `language.hf_encoders`), BF16 tensors widened to float32.
 
 Name mapping (HF `GPT2Model`; a `transformer.` prefix, as `GPT2LMHeadModel` saves, is
 stripped): `wte` -> token embedding; `wpe` -> learned positions; `h.{i}.ln_1` / `ln_2` -> the
@@ -31,13 +27,15 @@ q | k | v, each split into heads as `[H, D/H]`) -> query / key / value; `h.{i}.a
 from __future__ import annotations
 
 import json
-import math
 import os
 
 import jax
 import jax.numpy as jnp
 import ml_collections
+import ml_dtypes
 import numpy as np
+import safetensors
+import safetensors.numpy
 from flax import nnx
 
 from attnbench import errors
@@ -49,7 +47,6 @@ __all__ = [
     "SMALL",
     "model_config",
     "attention_config",
-    "SAFETENSORS_DTYPES",
     "read_safetensors",
     "hf_shapes",
     "load_hf_gpt2",
@@ -60,19 +57,6 @@ MAX_LEN = 1024  # `n_positions`
 # GPT-2 small (HF `gpt2` config.json): n_layer 12, n_embd 768, n_head 12, n_inner 4 * 768
 SMALL = dict(num_layers=12, dim=768, num_heads=12, mlp_dim=3072)
 
-# safetensors dtype -> numpy dtype (little-endian); BF16 is widened to float32 by hand.
-SAFETENSORS_DTYPES = {
-    "F64": np.dtype("<f8"),
-    "F32": np.dtype("<f4"),
-    "F16": np.dtype("<f2"),
-    "BF16": np.dtype("<u2"),
-    "I64": np.dtype("<i8"),
-    "I32": np.dtype("<i4"),
-    "I16": np.dtype("<i2"),
-    "I8": np.dtype("i1"),
-    "U8": np.dtype("u1"),
-    "BOOL": np.dtype("?"),
-}
 _GELUS = {"gelu_new": "tanh", "gelu_pytorch_tanh": "tanh", "gelu_fast": "tanh", "gelu": "erf"}
 
 
@@ -122,66 +106,66 @@ def attention_config(name: str = "softmax", *, dropout_rate: float = 0.1, **hpar
 
 
 def read_safetensors(path) -> dict[str, np.ndarray]:
-    """Every tensor of the safetensors file `path`, as numpy arrays (BF16 widened to float32,
-    other dtypes as stored). DataError naming the file (and the tensor) when it is missing,
-    truncated or malformed."""
+    """Every tensor of the safetensors file `path` as numpy arrays, read by the `safetensors`
+    package (`safetensors.numpy.load_file`): BF16 widened to float32 (exact), every other dtype
+    as stored; the header's `__metadata__` is not returned. A missing, truncated or malformed
+    file is one DataError naming the file, with the package's reason.
+
+    Package releases whose numpy reader has no bfloat16 (before its ml_dtypes support; their
+    jax reader has none either, safetensors/safetensors issue 598) fail on a BF16 file: the
+    file is then parsed and checked by the package's `safetensors.deserialize` and each
+    tensor's bytes viewed with `_DTYPES` (the same arrays)."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise errors.DataError(f"{path}: no such file (a Hugging Face model.safetensors)")
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        head = f.read(8)
-        if len(head) < 8:
-            raise errors.DataError(f"{path}: {size} bytes, too short for a safetensors file")
-        header_len = int.from_bytes(head, "little")
-        if header_len > size - 8:
-            raise errors.DataError(
-                f"{path}: the header claims {header_len} bytes but the file has {size - 8} "
-                "after the size field (truncated, or not a safetensors file)"
-            )
-        try:
-            header = json.loads(f.read(header_len).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise errors.DataError(f"{path}: the safetensors header is not JSON ({e})") from None
-    if not isinstance(header, dict):
-        raise errors.DataError(f"{path}: the safetensors header is not a JSON object")
-    data_start, data_len = 8 + header_len, size - 8 - header_len
-    buffer = np.memmap(path, dtype=np.uint8, mode="r", offset=data_start) if data_len else None
-    out = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        out[name] = _tensor(path, name, entry, buffer, data_len)
-    return out
-
-
-def _tensor(path, name, entry, buffer, data_len) -> np.ndarray:
-    where = f"{path}: tensor {name!r}"
     try:
-        dtype_name, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
-        shape = tuple(int(d) for d in shape)
-        begin, end = int(begin), int(end)
-    except (KeyError, TypeError, ValueError):
+        raw = safetensors.numpy.load_file(path)
+    except Exception as e:  # noqa: BLE001 (the package raises several types for a bad file)
+        raw = _deserialize(path, f"{type(e).__name__}: {e}")
+    return {
+        name: a.astype(np.float32) if a.dtype == ml_dtypes.bfloat16 else a
+        for name, a in raw.items()
+    }
+
+
+# safetensors dtype names (the format's) -> numpy, for `_deserialize`
+_DTYPES = {
+    "F64": np.float64,
+    "F32": np.float32,
+    "F16": np.float16,
+    "BF16": ml_dtypes.bfloat16,
+    "I64": np.int64,
+    "I32": np.int32,
+    "I16": np.int16,
+    "I8": np.int8,
+    "U64": np.uint64,
+    "U32": np.uint32,
+    "U16": np.uint16,
+    "U8": np.uint8,
+    "BOOL": np.bool_,
+}
+
+
+def _deserialize(path: str, reason: str) -> dict[str, np.ndarray]:
+    """The tensors of `path` through `safetensors.deserialize` (header and offsets checked by
+    the package); DataError with `reason` (the numpy reader's) when it fails too."""
+    try:
+        with open(path, "rb") as f:
+            flat = safetensors.deserialize(f.read())
+    except Exception:  # noqa: BLE001
         raise errors.DataError(
-            f"{where}: header entry {entry!r} lacks dtype / shape / data_offsets [begin, end]"
+            f"{path}: not a readable safetensors file ({reason}); it is truncated or corrupt: "
+            "download it again"
         ) from None
-    dtype = SAFETENSORS_DTYPES.get(dtype_name)
-    if dtype is None:
-        raise errors.DataError(
-            f"{where}: dtype {dtype_name!r} is not supported; known: "
-            f"{', '.join(SAFETENSORS_DTYPES)}"
-        )
-    nbytes = math.prod(shape) * dtype.itemsize
-    if not 0 <= begin <= end <= data_len or end - begin != nbytes:
-        raise errors.DataError(
-            f"{where}: data_offsets [{begin}, {end}] do not hold {shape} {dtype_name} "
-            f"({nbytes} bytes) inside the {data_len}-byte data section"
-        )
-    raw = np.zeros(0, np.uint8) if nbytes == 0 else np.asarray(buffer[begin:end])
-    arr = raw.view(dtype).reshape(shape)
-    if dtype_name == "BF16":  # bfloat16 is the top half of a float32
-        arr = (arr.astype(np.uint32) << 16).view(np.float32)
-    return np.array(arr)  # an owned copy, detached from the memory map
+    out = {}
+    for name, view in flat:
+        if view["dtype"] not in _DTYPES:
+            raise errors.DataError(
+                f"{path}: tensor {name!r} has dtype {view['dtype']}; known: {', '.join(_DTYPES)}"
+            )
+        dtype = np.dtype(_DTYPES[view["dtype"]]).newbyteorder("<")
+        out[name] = np.frombuffer(view["data"], dtype=dtype).reshape(view["shape"])
+    return out
 
 
 # ------------------------------------------------------------------------------ checkpoints

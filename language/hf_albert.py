@@ -7,9 +7,9 @@
     tok = hf_albert.albert_tokenizer("path/to/albert-base-v2")  # for language.data.glue.encode
 
 A checkpoint directory holds `config.json` and `model.safetensors` (HF `save_pretrained`), read
-with the `safetensors` package (`safetensors.numpy.load_file`; numpy has no bfloat16, so a BF16
-file is refused with a DataError: convert it to float32 first). The conventions are those of
-`language.hf_encoders` (BERT / RoBERTa).
+with the `safetensors` package through `language.hf_encoders` (`language.gpt2.read_safetensors`:
+BF16 tensors widened to float32, exactly). The conventions are those of `language.hf_encoders`
+(BERT / RoBERTa).
 
 config.json (HF `AlbertConfig`, models/albert/configuration_albert.py; `model_type` must be
 "albert"; any other key takes AlbertConfig's default when absent, `CONFIG_DEFAULTS`, which are
@@ -307,6 +307,7 @@ def load_hf_albert(
     attention_cfg=None,
     dtype: str = "float32",
     seed: int = 0,
+    contranorm=None,
 ):
     """A `encoder_albert.AlbertEncoderModel` holding the weights of the HF ALBERT checkpoint in
     `directory` (`config.json` + `model.safetensors`; the module docstring).
@@ -317,6 +318,9 @@ def load_hf_albert(
         config's `attention_probs_dropout_prob` when the mechanism has one.
       dtype: the compute dtype ("float32", "bfloat16", ...).
       seed: draws the parameters the checkpoint lacks (a fresh head or pooler, a mechanism's).
+      contranorm: `contranorm_*` settings (`encoder_bert.CONTRANORM_FIELDS`) for GFSA Table 1's
+        "ALBERT-base + ContraNorm"; ContraNorm has no parameters, so the checkpoint loads
+        unchanged (`hf_encoders.with_contranorm`). None: none.
 
     Returns:
       `(model, config)`: config a ConfigDict with `model` (the settings), `attention`,
@@ -354,7 +358,7 @@ def load_hf_albert(
         labels = _config_labels(hf) if num_labels is None else int(num_labels)
     if labels < 1:
         raise errors.DataError(f"{directory}: num_labels={labels} must be >= 1")
-    s = settings_from_config(hf, labels, dtype)
+    s = hf_encoders.with_contranorm(settings_from_config(hf, labels, dtype), contranorm, directory)
     pooler_shapes, classifier_shapes = head_shapes(s)
     expected = backbone_shapes(s) | pooler_shapes | classifier_shapes
     unknown = sorted(k for k in tensors if k not in expected and k not in IGNORED)

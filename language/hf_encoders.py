@@ -5,8 +5,10 @@
                                                 attention_cfg={"name": "gfsa", "order": 3})
 
 A checkpoint directory holds `config.json` and `model.safetensors` (HF `save_pretrained`),
-read with the `safetensors` package (`safetensors.numpy.load_file`; it has no bfloat16 in numpy,
-so a BF16 file is refused with a DataError: convert it to float32 first).
+read with the `safetensors` package through `language.gpt2.read_safetensors` (the one reader of
+the language checkpoints: `safetensors.numpy.load_file`, which returns BF16 tensors as
+`ml_dtypes.bfloat16`): BF16 tensors are widened to float32, which is exact (every bfloat16 is a
+float32), F16 / F32 / F64 are kept as stored; the model's parameters are float32 either way.
 
 config.json (HF `BertConfig` / `RobertaConfig`; their defaults where a key is absent):
 `model_type` "bert" or "roberta"; `vocab_size`, `hidden_size`, `num_hidden_layers`,
@@ -52,6 +54,10 @@ weights normal(0, initializer_range), biases zero. The head's size is `num_label
 checkpoint's (`id2label`, then `num_labels`, then HF's default 2). A saved head with another
 number of labels than `num_labels` asks for is a DataError. A mechanism with its own parameters
 (GFSA's w_K) keeps their initial values.
+
+ContraNorm (`contranorm=`, `encoder_bert`'s `contranorm_*` settings): it has no parameters, so
+a released checkpoint loads into a model with it unchanged (nothing is missing, nothing is
+drawn for it).
 """
 
 from __future__ import annotations
@@ -63,10 +69,10 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
-import safetensors.numpy
 from flax import nnx
 
 from attnbench import errors
+from language import gpt2  # read_safetensors: the language checkpoints' reader
 from language.backbones import encoder_bert
 
 __all__ = [
@@ -77,6 +83,7 @@ __all__ = [
     "settings_from_config",
     "backbone_shapes",
     "head_shapes",
+    "with_contranorm",
     "load_hf_encoder",
 ]
 
@@ -250,13 +257,7 @@ def _read_tensors(path: str, kind: str) -> dict[str, np.ndarray]:
             f"{path}: no such file (a Hugging Face model.safetensors; a checkpoint saved as "
             "pytorch_model.bin must be converted to safetensors first)"
         )
-    try:
-        raw = safetensors.numpy.load_file(path)
-    except Exception as e:  # noqa: BLE001 (the package raises several types for a bad file)
-        raise errors.DataError(
-            f"{path}: not a readable safetensors file ({type(e).__name__}: {e}); a BF16 file "
-            "must be converted to float32 (numpy has no bfloat16)"
-        ) from None
+    raw = gpt2.read_safetensors(path)  # BF16 widened to float32; DataError for a bad file
     prefix = kind + "."
     out: dict[str, np.ndarray] = {}
     origin: dict[str, str] = {}
@@ -275,6 +276,21 @@ def _read_tensors(path: str, kind: str) -> dict[str, np.ndarray]:
     return out
 
 
+def with_contranorm(s: dict, contranorm, directory) -> dict:
+    """Settings `s` (from a checkpoint's config.json) with the `contranorm_*` settings
+    `contranorm` (a mapping, or None: none) added: ContraNorm has no parameters, so it goes
+    into any checkpoint's model. Any other key is a ConfigError: the checkpoint fixes the rest.
+    """
+    given = dict(contranorm or {})
+    other = sorted(set(given) - set(encoder_bert.CONTRANORM_FIELDS))
+    if other:
+        raise errors.ConfigError(
+            f"{directory}: contranorm= takes {', '.join(encoder_bert.CONTRANORM_FIELDS)}; got "
+            f"{', '.join(other)} (the checkpoint's config.json sets the model's other settings)"
+        )
+    return {**s, **given}
+
+
 def load_hf_encoder(
     directory,
     *,
@@ -282,6 +298,7 @@ def load_hf_encoder(
     attention_cfg=None,
     dtype: str = "float32",
     seed: int = 0,
+    contranorm=None,
 ):
     """A `encoder_bert.BertEncoderModel` holding the weights of the HF BERT / RoBERTa checkpoint
     in `directory` (`config.json` + `model.safetensors`; the module docstring).
@@ -292,6 +309,8 @@ def load_hf_encoder(
         config's `attention_probs_dropout_prob` when the mechanism has one.
       dtype: the compute dtype ("float32", "bfloat16", ...).
       seed: draws the parameters the checkpoint lacks (a fresh head, a mechanism's own).
+      contranorm: `contranorm_*` settings (`encoder_bert.CONTRANORM_FIELDS`, e.g.
+        `{"contranorm_scale": 0.01}`) for GFSA Table 1's "+ ContraNorm" rows; None: none.
 
     Returns:
       `(model, config)`: config a ConfigDict with `model` (the settings), `attention`,
@@ -329,7 +348,7 @@ def load_hf_encoder(
         labels = _config_labels(hf) if num_labels is None else int(num_labels)
     if labels < 1:
         raise errors.DataError(f"{directory}: num_labels={labels} must be >= 1")
-    s = settings_from_config(hf, labels, dtype)
+    s = with_contranorm(settings_from_config(hf, labels, dtype), contranorm, directory)
     pooler_shapes, classifier_shapes = head_shapes(s)
     expected = backbone_shapes(s) | pooler_shapes | classifier_shapes
     ignored_known = IGNORED | (_ROBERTA_IGNORED if kind == "roberta" else frozenset())

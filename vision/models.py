@@ -13,6 +13,11 @@ One model for the papers' image tables; `config.model.encoder` names the backbon
                global average pooling (`pool="mean"`), learned positions (`positions="learned"`,
                one per token, class token included), the shared pre-LN encoder with any
                registered mechanism, its final LayerNorm and a linear head.
+  transformer_contranorm
+               the same ViT / DeiT with ContraNorm (Guo et al., ICLR 2023) around each of its
+               LayerNorms, as Guo et al.'s ViT (`attnbench.nn.contranorm`; model fields
+               `contranorm_scale`, `contranorm_temperature`, `contranorm_dual`); the same
+               parameters (ContraNorm has none of its own).
   swin         Swin (Liu et al. 2021, `vision.backbones.swin`): the patch embedding is
                followed by a LayerNorm and no class token or absolute positions; the
                hierarchical encoder ends in a LayerNorm, then global average pooling and the
@@ -37,6 +42,7 @@ import ml_collections
 from flax import nnx
 
 from attnbench.nn import backbones, layers
+from attnbench.nn import contranorm as _contranorm  # noqa: F401  (registers its backbone)
 from vision.backbones import cait, swin  # noqa: F401  (register the "cait" and "swin" backbones)
 
 __all__ = ["grid_shape", "num_tokens", "ImageClassifier"]

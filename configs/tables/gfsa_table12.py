@@ -6,7 +6,9 @@ Top-1 Acc and Top-1 gain columns. #Params and FLOPs are computed from the recipe
 cells run the recipes (configs/vision/imagenet.py). The 12-layer DeiT-S throughputs name our
 counterpart (`_gfsa_timing.step_counterpart`: one LRA Text training step at 1,024 tokens with
 softmax and with GFSA), which `python -m scripts.speed_tables --tables gfsa` measures and prints
-beside them; a different model, so compare the ratios. List the cells:
+beside them; a different model, so compare the ratios. `CONFIG` also holds the recipes of Tables 3
+and 15's "DeiT-S + ContraNorm (12L)" / "(24L)" rows (`CONTRANORM`: `model=deit_s,contranorm=1` and
+`model=deit_s24,contranorm=1`), which this table does not have. List the cells:
 
     python -m scripts.reproduce gfsa.table12 --list
 """
@@ -75,7 +77,8 @@ NOTES = (
 )
 
 
-# Rows whose model a recipe builds: the #Params and FLOPs cells are computed from it exactly.
+# Rows whose model a recipe builds: the #Params and FLOPs cells are computed from it exactly (and
+# the Top-1 cells train it; Tables 3, 15, 25, 31 and 39 take their rows' recipes from here).
 CONFIG = {
     "DeiT-S (12L)": "vision/imagenet.py:model=deit_s",
     "DeiT-S + GFSA (12L)": "vision/imagenet.py:model=deit_s,attn=gfsa",
@@ -86,6 +89,16 @@ CONFIG = {
     "Swin-S": "vision/imagenet.py:model=swin_s",
     "Swin-S + GFSA": "vision/imagenet.py:model=swin_s,attn=gfsa",
 }
+# Tables 3 and 15's two "DeiT-S + ContraNorm" rows (not in this table): the backbone rows' recipes
+# with ContraNorm around every LayerNorm (`contranorm=1`: attnbench.nn.contranorm, s = 0.01, tau =
+# 1, configs/vision/imagenet.py CONTRANORM_VIT); the 24-layer one keeps deit_s24's dropout 0.2
+# (GFSA App. M.1, the setting of its DeiT-S (24L) row). Tables 3 and 15 read CONFIG, so they are
+# in it; this table's rows never look them up.
+CONTRANORM = {
+    "DeiT-S + ContraNorm (12L)": "vision/imagenet.py:model=deit_s,contranorm=1",
+    "DeiT-S + ContraNorm (24L)": "vision/imagenet.py:model=deit_s24,contranorm=1",
+}
+CONFIG |= CONTRANORM
 EXACT = {
     "#Params (M)": "attnbench.papers.exact:model_params_m",
     "FLOPs (G)": "attnbench.papers.exact:gfsa_code_gflops",  # the authors' counter (see NOTES)

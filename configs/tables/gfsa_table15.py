@@ -3,8 +3,9 @@
 
 Numbers: GFSA (arXiv 2312.04234) Table 15 (App. M.4). A printed "81.1 (↑1.3)" is split into the
 Top-1 Acc and Top-1 gain columns. The rows of Table 3 are wired as there (`gfsa_table3`): the
-backbone and GFSA rows train configs/vision/imagenet.py (the same runs as Tables 3 and 12), the
-baseline methods on DeiT-S need those methods; the CNN, hybrid and other ViT rows need their models.
+backbone and GFSA rows train configs/vision/imagenet.py (the same runs as Tables 3 and 12), as do
+the ContraNorm rows (`contranorm=1`, the same runs as Table 3's); the other baseline methods on
+DeiT-S need those methods; the CNN, hybrid and other ViT rows need their models.
 List the cells:
 
     python -m scripts.reproduce gfsa.table15 --list
@@ -91,7 +92,8 @@ NOTES = (
     "(82.2) beat DeiT-S + GFSA (81.5) (Table 15 vs the text of App. M.4).",
     "Top-1 gain is printed in points over the GFSA row's own backbone; it is derived from two "
     "runs, which scripts.tables does not compute. The rows of Table 3 (gfsa.table3) are all "
-    "here, with the same recipes (see Table 3's notes for K and the schedules).",
+    "here, with the same recipes (see Table 3's notes for K, the schedules and ContraNorm's "
+    "settings, s = 0.01: the recommended values are not published per setting).",
 )
 
 

@@ -1,17 +1,19 @@
 """GFSA Table 18: DeiT-T + GFSA and DeiT-S + GFSA for K = 2..5 at 12, 16 and 24 layers in the
 ContraNorm setting (ImageNet-1k top-1 %).
 
-Numbers: GFSA (arXiv 2312.04234) Table 18 (App. M.6). Nothing here is runnable yet: the cells need
-the ContraNorm setting's recipe, and DeiT-T or a 16-layer DeiT-S, as Table 17 (gfsa.table17, whose
-`needs` they share). List the cells:
+Numbers: GFSA (arXiv 2312.04234) Table 18 (App. M.6). Each cell trains configs/vision/imagenet.py
+with `model=deit_t|deit_s,depth=12|16|24,attn=gfsa,order=K` in the setting of Table 17
+(gfsa.table17, whose GFSA cells are this table's best cells, the same runs). List the cells:
 
     python -m scripts.reproduce gfsa.table18 --list
 """
 
 from __future__ import annotations
 
+import re
+
 from attnbench.papers.tables import Table, grid
-from configs.tables.gfsa_table17 import needs  # the same setting as Table 17
+from configs.tables.gfsa_table17 import gfsa_config  # the same setting and runs as Table 17
 
 COLUMNS = ("12 layers", "16 layers", "24 layers")
 
@@ -34,6 +36,12 @@ NOTES = (
 )
 
 
+def config(row: str, column: str) -> str:
+    """The row's model + GFSA with the row's K at the column's depth."""
+    model, k = re.fullmatch(r"(DeiT-[TS]) \+ GFSA \(K=(\d)\)", row).groups()
+    return gfsa_config(model, column, int(k))
+
+
 def get_table() -> Table:
     return Table(
         key="gfsa.table18",
@@ -47,7 +55,7 @@ def get_table() -> Table:
             COLUMNS,
             metric="test_best.accuracy",
             scale=100,
-            needs=needs,
+            config=config,
         ),
         notes=NOTES,
     )

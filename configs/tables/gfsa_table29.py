@@ -2,8 +2,9 @@
 GFSA, on the GLUE tasks.
 
 Numbers: GFSA (arXiv 2312.04234) Table 29 (App. S). These are GPU timings of the paper's GLUE
-evaluation: nothing here is runnable yet (no GLUE task, no BERT / ALBERT / RoBERTa encoder). List
-the cells:
+evaluation: not runnable here, each cell needs the dev-set evaluation of the model that Table 1's
+recipe fine-tunes (configs/language/glue.py, gfsa.table1) timed on the paper's GPU (one RTX A5000),
+which no command measures (the wording is Table 23's, `gfsa_table23.needs`). List the cells:
 
     python -m scripts.reproduce gfsa.table29 --list
 """
@@ -11,9 +12,7 @@ the cells:
 from __future__ import annotations
 
 from attnbench.papers.tables import Table, grid
-from configs.tables.gfsa_table23 import (
-    needs,
-)  # the same wording as Table 23: the training times of the same models
+from configs.tables import gfsa_table23  # the same rows and wording: Table 23's training times
 
 COLUMNS = ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI-m/mm", "QNLI", "RTE", "Avg")
 
@@ -48,7 +47,7 @@ def get_table() -> Table:
             COLUMNS,
             metric="test.inference_seconds",
             scale=1.0,
-            needs=lambda row, _: needs(ROWS[row][0]),
+            needs=lambda row, column: gfsa_table23.needs(row, column, "inference"),
             note=lambda row, column: _avg_note(ROWS[row][1]) if column == "Avg" else None,
         ),
         higher_is_better={column: False for column in COLUMNS},
@@ -59,5 +58,8 @@ def get_table() -> Table:
             "MNLI-m/mm is a single time column.",
             "Setting (App. K.1; jeongwhanchoi/GFSA NLP/script_NLU/): GLUE validation sets and max "
             "length 128 in the released code, one RTX A5000 24GB. Single measurements.",
+            "Our cells name the run whose evaluation each times, as Table 23's (Table 1's recipe "
+            "of the row on the column's task; MNLI-m/mm: task=mnli). The paper does not say "
+            "whether MNLI-m/mm times one dev set or both.",
         ),
     )

@@ -2,7 +2,10 @@
 vs GFSA_even (even-numbered layers only).
 
 Numbers: GFSA (arXiv 2312.04234) Table 36 (App. T). These are GPU timings of the paper's GLUE
-fine-tuning: nothing here is runnable yet (no GLUE task, no BERT encoder). List the cells:
+fine-tuning, whose recipes exist (configs/language/glue.py; the cells of Table 35, gfsa.table35,
+GFSA_even with `even=1`): not runnable here, each cell needs that fine-tuning timed per epoch on the
+paper's GPU (one RTX A5000), which no command measures (the wording is Table 23's,
+`gfsa_table23.glue_needs`). List the cells:
 
     python -m scripts.reproduce gfsa.table36 --list
 """
@@ -10,6 +13,8 @@ fine-tuning: nothing here is runnable yet (no GLUE task, no BERT encoder). List 
 from __future__ import annotations
 
 from attnbench.papers.tables import Table, grid
+from configs.tables import gfsa_table35
+from configs.tables.gfsa_table23 import TABLE1_COLUMN, glue_needs
 
 COLUMNS = ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI-m/mm", "QNLI", "RTE", "Avg")
 
@@ -19,10 +24,11 @@ ROWS = {  # seconds per epoch in COLUMNS order
     "BERT-BASE + GFSA_even": (17, 185, 18, 1506, 24, 2061, 595, 18, 553),
 }
 
-NEEDS = (
-    "GPU timing of the paper's setting, which needs the GLUE task (language domain) and a "
-    "BERT-base encoder, not built yet"
-)
+
+def needs(row: str, column: str) -> str:
+    """Table 23's wording, with Table 35's recipe of the row (GFSA_even: `even=1`)."""
+    config = gfsa_table35.config(row, TABLE1_COLUMN[column]) if column != "Avg" else None
+    return glue_needs(row.replace("BERT-BASE", "BERT-base"), config, column)
 
 
 def get_table() -> Table:
@@ -33,12 +39,15 @@ def get_table() -> Table:
         source="GFSA paper Table 36; arXiv 2312.04234",
         rows=tuple(ROWS),
         columns=COLUMNS,
-        cells=grid(ROWS, COLUMNS, metric="train.seconds_per_epoch", scale=1.0, needs=NEEDS),
+        cells=grid(ROWS, COLUMNS, metric="train.seconds_per_epoch", scale=1.0, needs=needs),
         higher_is_better={column: False for column in COLUMNS},
         notes=(
             "The BERT-BASE and BERT-BASE + GFSA rows repeat Table 23.",
             "#Params (110M) is a descriptive column, dropped. MNLI-m/mm is a single time column; "
             "Avg is the mean of the 8 time columns, rounded to whole seconds.",
             "Setting as Table 23 (one RTX A5000 24GB). Single measurements.",
+            "Our cells name the run each times: Table 35's recipe of the row on the column's task "
+            "(configs/language/glue.py, gfsa.table35; MNLI-m/mm: task=mnli), timed per epoch as "
+            "in Table 23.",
         ),
     )

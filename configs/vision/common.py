@@ -7,6 +7,8 @@ Recipes (`model=` in the config argument) and where each is:
   vit, sliceformer  Sliceformer Table 5's ViT and its sorting-attention row: CIFAR-10/100 and
                     Tiny-ImageNet (configs/vision/sliceformer_vit.py).
   deit_s, deit_s24  DeiT-S with 12 or 24 layers, GFSA Tables 3 and 12 (configs/vision/imagenet.py).
+  deit_t            DeiT-T; with deit_s and `depth=`, GFSA Tables 17 and 18 (the ContraNorm
+                    setting, configs/vision/imagenet.py).
   deit_b            DeiT-B, timm's ViT-B/16 architecture (configs/vision/imagenet.py).
   cait_s24          CaiT-S24, GFSA Tables 3, 12 and 14 (configs/vision/imagenet.py).
   swin_t, swin_s    Swin-T / Swin-S, GFSA Table 12 and SSA Tables 2 and 9
@@ -45,6 +47,7 @@ RECIPES = (
     "sliceformer",
     "deit_s",
     "deit_s24",
+    "deit_t",
     "deit_b",
     "cait_s24",
     "swin_t",
@@ -76,7 +79,7 @@ def parse(
 
 def model_config() -> ml_collections.ConfigDict:
     m = ml_collections.ConfigDict()
-    m.encoder = "transformer"  # transformer (ViT / DeiT) | swin | cait
+    m.encoder = "transformer"  # transformer (ViT / DeiT) | swin | cait | transformer_contranorm
     m.patch_size = 16  # pixels per patch side (non-overlapping patches)
     m.num_layers = 12  # encoder blocks
     m.dim = 384  # embedding width

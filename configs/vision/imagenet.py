@@ -1,5 +1,7 @@
 """ImageNet-1k (ILSVRC-2012) with DeiT-S, CaiT-S24, Swin or GRF's ViT-B: GFSA Tables 3 and 12
-(with `attn=gfsa`), SSA Tables 2 and 9 (Swin-T with `ssa=`), GRF Tables 1 and 3 (`model=grf_vit`).
+(with `attn=gfsa`), SSA Tables 2 and 9 (Swin-T with `ssa=`), GRF Tables 1 and 3 (`model=grf_vit`);
+DeiT-T and DeiT-S at 12, 16 or 24 layers, with ContraNorm or GFSA, in the ContraNorm setting of
+GFSA Tables 17 and 18 (`depth=`, `contranorm=1`).
 This file holds the recipes of the papers that ran ImageNet, each from its source's numbers
 (commented where set); GRF's ViT-B, which Places365 and iNaturalist share, is
 configs/vision/grf_vit.py.
@@ -8,6 +10,8 @@ Recipes (`model=`):
   deit_s       DeiT-S (Touvron et al. 2021), GFSA Tables 3 and 12's backbone: 12 layers, 384
                wide, 6 heads, patch 16 at 224 px, the DeiT training recipe (`deit_s`).
   deit_s24     the 24-layer DeiT-S of GFSA Tables 3 and 12 (dropout 0.2, GFSA App. M.1).
+  deit_t       DeiT-T (Touvron et al. 2021): 192 wide, 3 heads, the DeiT recipe (`deit_t`); with
+               deit_s, the backbones of GFSA Tables 17 and 18 ("the ContraNorm setting").
   deit_b       DeiT-B (Touvron et al. 2021 Table 1): 768 wide, 12 heads, MLP 3072, the DeiT
                recipe; the architecture of timm's vit_base_patch16_224 and deit_base_patch16_224
                (`deit_b`: for their checkpoints, `checkpoint=`).
@@ -28,10 +32,21 @@ Run:
     python -m scripts.train --config vision/imagenet.py:model=deit_s,checkpoint=hub/deit_s \
         --config.total_steps=0 --config.ema_decay=0 --config.data.dir=/path/to/imagenet \
         --workdir runs/deit-s-timm
+    # GFSA Table 17's 16-layer DeiT-T + ContraNorm (the ContraNorm setting):
+    python -m scripts.train --config vision/imagenet.py:model=deit_t,depth=16,contranorm=1 \
+        --config.data.dir=/path/to/imagenet --workdir runs/deit-t16-contranorm
 
 Config argument (comma-separated `key=value`):
     preset=paper|cpu|smoke   scaling of the recipe (default paper; configs/vision/presets.py)
     model=deit_s|deit_s24    DeiT-S with 12 or 24 layers (`deit_s` below)
+    model=deit_t             DeiT-T, 12 layers (`deit_t` below)
+    depth=12|16|24           deit_t / deit_s: that many layers, dropout 0 at every depth, the
+                             ContraNorm setting of GFSA Tables 17-18 (`contranorm_setting`); a
+                             scaled preset keeps the ratio to 12 (its own layers x depth / 12)
+    contranorm=1             ContraNorm for every LayerNorm of a ViT / DeiT (`contranorm`
+                             below): GFSA Table 17's "+ ContraNorm" rows; not with attn=gfsa
+    cn_scale=S, cn_tau=T     ContraNorm's scale s and temperature (default 0.01 and 1)
+    cn_dual=1                ContraNorm's dual normalisation
     model=deit_b             DeiT-B = ViT-B/16 (`deit_b` below)
     model=cait_s24           CaiT-S24, talking-heads attention (`cait_s24` below)
     model=swin_t|swin_s      Swin-T / Swin-S (`swin` below)
@@ -66,11 +81,22 @@ from vision import data
 
 
 def get_config(arg: str | None = None):
-    recipes = ("deit_s", "deit_s24", "deit_b", "cait_s24", "swin_t", "swin_s", "grf_vit")
+    recipes = (
+        "deit_s",
+        "deit_s24",
+        "deit_t",
+        "deit_b",
+        "cait_s24",
+        "swin_t",
+        "swin_s",
+        "grf_vit",
+    )
     # p_halt=: the walks' halting probability of grf_vit (GRF Table 3's ablation: 0.5)
     # order=: GFSA's K instead of the recipe's (GFSA Tables 13 / 14's sweeps); window=, ssa=,
-    # sampling=, ft=: SSA's Swin-T (SSA Tables 2 and 9)
+    # sampling=, ft=: SSA's Swin-T (SSA Tables 2 and 9); depth=, contranorm=, cn_*: GFSA
+    # Tables 17 / 18 (the ContraNorm setting)
     extra = {"p_halt": 0.0, "order": 0, "window": 0, "ssa": "", "sampling": "local", "ft": 0}
+    extra |= {"depth": 0, "contranorm": 0, "cn_scale": 0.0, "cn_tau": 0.0, "cn_dual": 0}
     args = vision_common.parse(
         arg,
         "deit_s",
@@ -87,6 +113,7 @@ def get_config(arg: str | None = None):
         )
     if args.ft and not args.ssa:
         raise config_lib.ConfigError("ft=1 is SSA's dense fine-tuning: give ssa=S10 or ssa=S6")
+    _check_contranorm_setting(args)
     d = data.data_config("imagenet")
     d.tfds_name = "imagenet2012"
     c = vision_common.new("vision.imagenet", d, args.preset)
@@ -98,11 +125,20 @@ def get_config(arg: str | None = None):
         grf_vit.grf_vit(c, "imagenet")
     elif args.model == "cait_s24":
         cait_s24(c)
+    elif args.depth:
+        contranorm_setting(c, args.model, args.depth)
     else:
         deit_s(c, layers=24 if args.model == "deit_s24" else 12)
         if args.model == "deit_b":
             deit_b(c)
+        if args.model == "deit_t":
+            deit_t(c)
     c = vision_common.finish(c, args, presets.SMALL_IMAGES)
+    if args.depth and c.preset != "paper":
+        # keep the depths apart at a scaled preset: its layers x depth / 12 (at least 1)
+        c.model.num_layers = max(1, round(c.model.num_layers * args.depth / 12))
+    if args.contranorm:
+        contranorm(c, scale=args.cn_scale, temperature=args.cn_tau, dual=bool(args.cn_dual))
     gfsa_rows(c, args.model)  # attn=gfsa: the backbone's K and, on CaiT, the talking heads
     if args.window:
         # W14 is twice Swin's 7; a scaled preset doubles its own window in the same way.
@@ -174,13 +210,14 @@ def _deit_extras(c) -> None:
     c.ema_decay = 0.99996
 
 
-def deit_s(c, *, layers: int = 12) -> None:
+def deit_s(c, *, layers: int = 12, dropout: float | None = None) -> None:
     """DeiT-S (GFSA Tables 3 and 12): 384 wide, 6 heads of 64, MLP 1536, patch 16 at 224 px,
     qkv biases, class token, learned positions; the DeiT recipe (AdamW (0.9, 0.999), batch
     1024, lr 1e-3, 5 warm-up epochs then cosine, weight decay 0.05, drop-path 0.1 linear in
     depth, label smoothing 0.1, Mixup 0.8 / CutMix 1.0, RandAugment m9-mstd0.5, random erasing
     0.25, 300 epochs; weight decay on the weight matrices only, as timm; the warm-up from 1e-6,
-    the cosine's floor 1e-5). 24 layers: dropout 0.2 (GFSA App. M.1). With the DeiT / GFSA
+    the cosine's floor 1e-5). 24 layers: dropout 0.2 (GFSA App. M.1; `dropout` replaces that
+    rule: 0 in the ContraNorm setting, `contranorm_setting`). With the DeiT / GFSA
     main.py defaults (`_deit_extras`): repeated augmentation x3 and a parameter EMA (0.99996)
     evaluated beside the model. Not reproduced: the distillation token and teacher (GFSA's runs
     have none: `--distillation-type none`).
@@ -209,10 +246,21 @@ def deit_s(c, *, layers: int = 12) -> None:
     m.encoder = "transformer"
     m.patch_size = 16
     m.num_layers, m.dim, m.qkv_dim, m.num_heads, m.mlp_dim = layers, 384, 384, 6, 1536
-    m.dropout = 0.2 if layers == 24 else 0.0
+    if dropout is None:  # GFSA App. M.1: 0.2 for the 24-layer DeiT-S, 0 for the 12-layer
+        dropout = 0.2 if layers == 24 else 0.0
+    m.dropout = dropout
     m.drop_path, m.drop_path_decay = r["drop_path"], "linear"
     m.qkv_bias = m.out_bias = True
     m.pool, m.positions = "cls", "learned"
+
+
+def deit_t(c) -> None:
+    """DeiT-T after `deit_s`: 192 wide, 3 heads of 64, MLP 768 (DeiT Table 1's DeiT-Ti, "5M"
+    parameters: 5,717,416 as timm's deit_tiny_patch16_224, 1,000 classes), the same DeiT recipe
+    (DeiT Table 9 trains every size alike; Guo et al.'s `deit_tiny_patch16_224`,
+    github.com/PKU-ML/ContraNorm ViT_imagenet/models.py, is this model with `depth=`)."""
+    m = c.model
+    m.dim, m.qkv_dim, m.num_heads, m.mlp_dim = 192, 192, 3, 768
 
 
 def deit_b(c) -> None:
@@ -269,8 +317,9 @@ def cait_s24(c) -> None:
 # jeongwhanchoi/GFSA Image/gfsa.py, Image/gfsa_cait.py, Image/swin/models/swin_attngf.py):
 # DeiT-S 12L 3 (Table 13's best, 81.12, is Table 3's 81.1; the released code hard-codes 4);
 # DeiT-S 24L unreported ("range 2-5", App. M.1), 3 as 12 layers; CaiT-S24 4 (Table 14, and the
-# code); Swin 3 (the code).
-GFSA_ORDER = {"deit_s": 3, "deit_s24": 3, "cait_s24": 4, "swin_t": 3, "swin_s": 3}
+# code); Swin 3 (the code); DeiT-T 5 (Table 18's best at 12 layers, 77.68; the ContraNorm
+# setting, whose cells give their K with order=, gfsa.table17 / gfsa.table18).
+GFSA_ORDER = {"deit_s": 3, "deit_s24": 3, "deit_t": 5, "cait_s24": 4, "swin_t": 3, "swin_s": 3}
 
 
 def gfsa_rows(c, model: str) -> None:
@@ -282,6 +331,86 @@ def gfsa_rows(c, model: str) -> None:
         c.attention.order = GFSA_ORDER[model]
     if c.model.encoder == "cait":
         c.attention.talking_heads = True
+
+
+# The ContraNorm setting (GFSA App. M.6, Tables 17 and 18): "the training recipe used by Guo et
+# al. [ContraNorm, ICLR 2023], which is a slightly modified version of Touvron et al.'s"; "AdamW
+# optimizer with cosine learning rate decay", 300 epochs, batch 1024, 224 x 224. The rest is Guo
+# et al.'s code (github.com/PKU-ML/ContraNorm ViT_imagenet/main.py, the DeiT main.py with
+# `--depth` and ContraNorm's arguments added), whose defaults are DeiT's: lr 5e-4 x batch / 512
+# (1e-3 at 1024), weight decay 0.05, 5 warm-up epochs from 1e-6, cosine to 1e-5, drop-path
+# 0.1, `--drop 0.0` at every depth, RandAugment rand-m9-mstd0.5-inc1, label smoothing 0.1,
+# Mixup 0.8 / CutMix 1.0, random erasing 0.25, repeated augmentation, a 0.99996 EMA: our
+# `deit_s` recipe exactly. So at 12 layers a cell of this setting is `model=deit_s` /
+# `model=deit_t` config for config; `depth=` gives 16 or 24 layers (no 0.2 dropout, unlike
+# GFSA App. M.1's deit_s24). The unstated "slight modification" is not reproduced.
+
+
+def _check_contranorm_setting(args) -> None:
+    """ConfigError for `depth=` / `contranorm=` / `cn_*` arguments that do not fit."""
+    if args.depth and args.model not in ("deit_t", "deit_s"):
+        raise config_lib.ConfigError(
+            f"depth={args.depth} sets DeiT-T's or DeiT-S's layers (model=deit_t or deit_s), "
+            f"not model={args.model}"
+        )
+    if args.depth < 0:
+        raise config_lib.ConfigError(f"depth={args.depth}: a number of layers >= 1")
+    if args.contranorm not in (0, 1) or args.cn_dual not in (0, 1):
+        raise config_lib.ConfigError("contranorm= and cn_dual= are 1 (on) or 0 (off)")
+    if not args.contranorm and (args.cn_scale or args.cn_tau or args.cn_dual):
+        raise config_lib.ConfigError(
+            "cn_scale=, cn_tau= and cn_dual= set ContraNorm: give contranorm=1"
+        )
+    if args.cn_scale < 0 or args.cn_tau < 0:
+        raise config_lib.ConfigError(
+            f"cn_scale={args.cn_scale}, cn_tau={args.cn_tau}: ContraNorm's scale and temperature "
+            "are > 0 (0: the recipe's)"
+        )
+    if args.contranorm and args.attn == "gfsa":
+        raise config_lib.ConfigError(
+            "contranorm=1 with attn=gfsa: GFSA Table 17 has them as separate rows (ContraNorm a "
+            "baseline to GFSA) and never combines them; drop one"
+        )
+    if args.contranorm and args.checkpoint:
+        raise config_lib.ConfigError(
+            "contranorm=1 with checkpoint=: the timm checkpoints are of ViTs without ContraNorm "
+            "(vision/timm_checkpoints.py loads encoder 'transformer' only)"
+        )
+
+
+def contranorm_setting(c, model: str, depth: int) -> None:
+    """DeiT-T / DeiT-S with `depth` layers in the ContraNorm setting (the comment above): the
+    `deit_s` recipe with `depth` layers and dropout 0 (Guo et al.'s `--drop 0.0`), DeiT-T's
+    widths for model=deit_t."""
+    deit_s(c, layers=depth, dropout=0.0)
+    if model == "deit_t":
+        deit_t(c)
+
+
+# ContraNorm in a ViT (Guo et al., ICLR 2023, arXiv:2303.06562; github.com/PKU-ML/ContraNorm
+# ViT_imagenet/main.py and models.py): every LayerNorm of timm's VisionTransformer (each block's
+# two and the final one) becomes LayerNorm(X - s softmax(X_hat X_hat^T / tau) X)
+# (`attnbench.nn.contranorm`). Their defaults: --temp 1.0, --dual-norm 0, --identity 0,
+# --learnable 0, --pre-norm 0 (all ours). --scale defaults to 0 (off); the one value their ViT
+# code gives is 1e-2 (the commented-out ContraNorm runs of ViT_imagenet/run.sh), which we take:
+# GFSA App. M.6 ran "their recommended hyperparameters" without restating them.
+CONTRANORM_VIT = dict(scale=1e-2, temperature=1.0, dual=False)
+
+
+def contranorm(c, *, scale: float = 0.0, temperature: float = 0.0, dual: bool = False) -> None:
+    """ContraNorm around every LayerNorm of the ViT / DeiT in `c` (the comment above): encoder
+    `transformer_contranorm` with `contranorm_scale` (`scale` or 0.01), `contranorm_temperature`
+    (`temperature` or 1) and `contranorm_dual`. ConfigError for any other encoder."""
+    m = c.model
+    if m.encoder != "transformer":
+        raise config_lib.ConfigError(
+            f"contranorm=1: ContraNorm replaces the LayerNorms of a ViT / DeiT (encoder "
+            f"'transformer'), not of encoder {m.encoder!r}"
+        )
+    m.encoder = "transformer_contranorm"  # attnbench.nn.contranorm
+    m.contranorm_scale = float(scale or CONTRANORM_VIT["scale"])
+    m.contranorm_temperature = float(temperature or CONTRANORM_VIT["temperature"])
+    m.contranorm_dual = bool(dual or CONTRANORM_VIT["dual"])
 
 
 # Swin (Liu et al. 2021, Table 1 / configs): (depths, heads, drop-path); C = 96, window 7.

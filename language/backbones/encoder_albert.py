@@ -48,6 +48,18 @@ Architecture (HF names in parentheses):
     embedding's `pad_token_id` row zero (`nn.Embedding(padding_idx)`; none when it is -1, HF's
     `pad_token_id=None`).
 
+ContraNorm (Guo et al., ICLR 2023, arXiv:2303.06562; `attnbench.nn.contranorm`), GFSA Table 1's
+"ALBERT-base + ContraNorm": as `encoder_bert`'s (the same `contranorm_*` settings), in the shared
+layer, so every step applies it. `contranorm_at` "attention" (default) is the residual sum of
+the attention sub-layer before its LayerNorm, where Guo et al. put it in BERT (their ALBERT
+code, github.com/PKU-ML/ContraNorm `BERT_gleu/transformers/models/albert/modeling_albert.py`,
+numbers its positions differently: there this is `--pos 4`, and `--pos 7`, the number their
+README gives as the paper's default for BERT, is the feed-forward sum before
+`full_layer_layer_norm`: our "ffn"). Which one GFSA's authors ran for ALBERT is not stated; we
+place it as in BERT (our choice). Their ALBERT class computes X - s A X (no identity term), so
+`contranorm_identity` defaults to false here; no temperature (tau = 1), no dual normalisation.
+The update has no parameters, so a checkpoint loads unchanged.
+
 Differences from HF, deliberately (the same as encoder_bert's):
   * A row whose `attention_mask` is all zero: HF's additive mask makes each query average all N
     values uniformly; here the softmax mechanism gives a query with no key a zero attention
@@ -73,6 +85,7 @@ from flax import nnx
 import attention
 from attnbench import errors
 from attnbench.nn import layers
+from language.backbones import encoder_bert
 
 __all__ = [
     "DEFAULTS",
@@ -97,6 +110,12 @@ DEFAULTS = dict(
     num_labels=2,
     initializer_range=0.02,
     dtype="float32",
+    # ContraNorm (the module docstring): off at scale 0; Guo et al.'s ALBERT form X - s A X
+    contranorm_scale=0.0,
+    contranorm_temperature=1.0,
+    contranorm_dual=False,
+    contranorm_identity=False,
+    contranorm_at="attention",
 )
 _REQUIRED = (
     "vocab_size",
@@ -143,6 +162,7 @@ def settings(cfg) -> dict:
         raise errors.ConfigError(
             f"albert settings: dim={s['dim']} is not divisible by num_heads={s['num_heads']}"
         )
+    encoder_bert.check_contranorm(s, "albert settings")
     return s
 
 
@@ -164,7 +184,8 @@ def schedule(s: dict) -> list[int]:
 
 class AlbertLayer(nnx.Module):
     """One post-LN ALBERT layer: h = LN(x + drop(attn(x))); out = LN(h + ffn_out(act(ffn(h))))
-    (no dropout on the feed-forward branch, as HF's AlbertLayer)."""
+    (no dropout on the feed-forward branch, as HF's AlbertLayer), with ContraNorm on the
+    residual sum before one of the LayerNorms when its scale is nonzero (`contranorm_at`)."""
 
     def __init__(
         self,
@@ -199,13 +220,15 @@ class AlbertLayer(nnx.Module):
         self.out_norm = nnx.LayerNorm(dim, epsilon=eps, dtype=dtype, rngs=rngs)
         self.rate = float(s["hidden_dropout"])
         self.approximate = layers.check_gelu(s["gelu"])
+        self.contranorm = encoder_bert.layer_contranorm(s)
 
     def __call__(self, x, *, mask=None, train: bool = False, key=None):
         k_attn, k_out = layers.split_keys(key, 2)
         a = self.attn(x, mask=mask, train=train, key=k_attn)
-        h = self.attn_norm(x + layers.dropout(a, self.rate, k_out, train))
-        f = self.ffn_output(jax.nn.gelu(self.ffn(h), approximate=self.approximate))
-        return self.out_norm(h + f)
+        h = x + layers.dropout(a, self.rate, k_out, train)
+        h = self.attn_norm(encoder_bert.apply_contranorm(self, h, mask, "attention"))
+        f = h + self.ffn_output(jax.nn.gelu(self.ffn(h), approximate=self.approximate))
+        return self.out_norm(encoder_bert.apply_contranorm(self, f, mask, "ffn"))
 
 
 class AlbertEncoderModel(nnx.Module):

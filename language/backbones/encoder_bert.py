@@ -36,6 +36,18 @@ Architecture (HF names in parentheses):
     normal(0, `initializer_range` = 0.02), biases zero, LayerNorm ones/zeros; the word (and for
     "from_padding" the position) embedding's `pad_token_id` row zero (`nn.Embedding(padding_idx)`).
 
+ContraNorm (Guo et al., ICLR 2023, arXiv:2303.06562; `attnbench.nn.contranorm`), GFSA Table 1's
+"+ ContraNorm" rows: with `contranorm_scale` s > 0 each layer applies the ContraNorm update to a
+residual sum right before a LayerNorm, as Guo et al.'s BERT (github.com/PKU-ML/ContraNorm,
+`BERT_gleu/transformers/models/bert/modeling_bert.py`, `--pos 7`, the position their README
+calls the paper's default: `BertSelfOutput` applies it to `dropout(dense(ctx)) + input` before
+its LayerNorm). `contranorm_at`: "attention" (there, the default) or "ffn" (the same before the
+feed-forward sub-layer's LayerNorm, their `--pos 8`). The update has no parameters, so a
+checkpoint loads unchanged. Defaults as their BERT code: the identity form (1 + s) X - s A X
+(`contranorm_identity`), temperature 1 (their BERT class never reads its `tau`), no dual
+normalisation. Ours differs by the key-padding mask: padded tokens enter neither the
+similarity softmax nor the update (theirs mixes them in; `attnbench.nn.contranorm`).
+
 Differences from HF, deliberately:
   * A row whose `attention_mask` is all zero: HF adds finfo(float32).min to every logit, so each
     query averages all N values uniformly; here the softmax mechanism gives a query with no key
@@ -62,13 +74,19 @@ from flax import nnx
 
 import attention
 from attnbench import errors
-from attnbench.nn import layers
+from attnbench.nn import contranorm, layers
 
 __all__ = [
     "POSITION_IDS",
     "HEADS",
     "DEFAULTS",
+    "CONTRANORM_FIELDS",
+    "CONTRANORM_AT",
     "settings",
+    "check_contranorm",
+    "contranorm_settings",
+    "apply_contranorm",
+    "layer_contranorm",
     "position_ids",
     "BertLayer",
     "BertEncoderModel",
@@ -91,8 +109,24 @@ DEFAULTS = dict(
     num_labels=2,
     initializer_range=0.02,
     dtype="float32",
+    # ContraNorm (the module docstring): off at scale 0
+    contranorm_scale=0.0,
+    contranorm_temperature=1.0,
+    contranorm_dual=False,
+    contranorm_identity=True,
+    contranorm_at="attention",
 )
 _REQUIRED = ("vocab_size", "dim", "num_layers", "num_heads", "mlp_dim", "max_positions")
+# ContraNorm's settings (a checkpoint loader takes them besides the checkpoint's own sizes:
+# `contranorm_settings`) and the places `contranorm_at` names.
+CONTRANORM_FIELDS = (
+    "contranorm_scale",
+    "contranorm_temperature",
+    "contranorm_dual",
+    "contranorm_identity",
+    "contranorm_at",
+)
+CONTRANORM_AT = ("attention", "ffn")
 
 
 def settings(cfg) -> dict:
@@ -135,7 +169,61 @@ def settings(cfg) -> dict:
             f"encoder settings: pad_token_id={s['pad_token_id']} leaves no position below "
             f"max_positions={s['max_positions']}"
         )
+    check_contranorm(s, "encoder settings")
     return s
+
+
+def check_contranorm(s: dict, what: str) -> None:
+    """ConfigError naming the first bad `contranorm_*` setting of `s` (shared with ALBERT)."""
+    try:
+        contranorm.check(s["contranorm_scale"], s["contranorm_temperature"])
+    except ValueError as e:
+        raise errors.ConfigError(
+            f"{what}: {e} (contranorm_scale / contranorm_temperature)"
+        ) from None
+    for field in ("contranorm_dual", "contranorm_identity"):
+        if not isinstance(s[field], bool):
+            raise errors.ConfigError(f"{what}: {field}={s[field]!r} must be true or false")
+    if s["contranorm_at"] not in CONTRANORM_AT:
+        raise errors.ConfigError(
+            f"{what}: contranorm_at={s['contranorm_at']!r} is unknown; known: "
+            f"{', '.join(CONTRANORM_AT)}"
+        )
+
+
+def contranorm_settings(cfg) -> dict:
+    """The `contranorm_*` fields present in `cfg` (a model section, settings, or any mapping):
+    what a checkpoint loader takes besides the checkpoint's own sizes
+    (`hf_encoders.load_hf_encoder(..., contranorm=...)`)."""
+    m = dict(cfg.to_dict() if hasattr(cfg, "to_dict") else cfg)
+    return {k: m[k] for k in CONTRANORM_FIELDS if k in m}
+
+
+def apply_contranorm(layer, x, mask, at: str):
+    """`x` through the layer's ContraNorm when it sits at `at` ("attention" / "ffn") with a
+    nonzero scale, else `x` itself (`layer.contranorm`: the settings, see `BertLayer`)."""
+    cn = layer.contranorm
+    if cn["at"] != at or cn["scale"] == 0:
+        return x
+    return contranorm.contranorm(
+        x,
+        scale=cn["scale"],
+        temperature=cn["temperature"],
+        mask=mask,
+        dual=cn["dual"],
+        identity=cn["identity"],
+    )
+
+
+def layer_contranorm(s: dict) -> dict:
+    """A layer's ContraNorm settings from the encoder settings `s`."""
+    return dict(
+        scale=float(s["contranorm_scale"]),
+        temperature=float(s["contranorm_temperature"]),
+        dual=bool(s["contranorm_dual"]),
+        identity=bool(s["contranorm_identity"]),
+        at=s["contranorm_at"],
+    )
 
 
 def position_ids(input_ids, scheme: str, pad_token_id: int):
@@ -152,7 +240,9 @@ def position_ids(input_ids, scheme: str, pad_token_id: int):
 
 
 class BertLayer(nnx.Module):
-    """One post-LN block: h = LN(x + drop(attn(x))); out = LN(h + drop(fc2(gelu(fc1(h)))))."""
+    """One post-LN block: h = LN(x + drop(attn(x))); out = LN(h + drop(fc2(gelu(fc1(h))))), with
+    ContraNorm on the residual sum before one of the two LayerNorms when its scale is nonzero
+    (`contranorm_at`: "attention" before `attn_norm`, "ffn" before `out_norm`)."""
 
     def __init__(
         self,
@@ -186,13 +276,16 @@ class BertLayer(nnx.Module):
         self.out_norm = nnx.LayerNorm(dim, epsilon=eps, dtype=dtype, rngs=rngs)
         self.rate = float(s["hidden_dropout"])
         self.approximate = layers.check_gelu(s["gelu"])
+        self.contranorm = layer_contranorm(s)
 
     def __call__(self, x, *, mask=None, train: bool = False, key=None):
         k_attn, k1, k2 = layers.split_keys(key, 3)
         a = self.attn(x, mask=mask, train=train, key=k_attn)
-        h = self.attn_norm(x + layers.dropout(a, self.rate, k1, train))
+        h = x + layers.dropout(a, self.rate, k1, train)
+        h = self.attn_norm(apply_contranorm(self, h, mask, "attention"))
         f = self.fc2(jax.nn.gelu(self.fc1(h), approximate=self.approximate))
-        return self.out_norm(h + layers.dropout(f, self.rate, k2, train))
+        f = h + layers.dropout(f, self.rate, k2, train)
+        return self.out_norm(apply_contranorm(self, f, mask, "ffn"))
 
 
 class BertEncoderModel(nnx.Module):

@@ -272,12 +272,19 @@ def _lines(path: pathlib.Path) -> Iterator[tuple[int, str]]:
 
 
 def _missing_hint(path: pathlib.Path) -> str:
+    """What to do about a missing TSV file: the catalog's `attnbench-data fetch glue` (the
+    original TSV release, MRPC's split files included), or the nyu-mll/glue parquet files."""
+    fetch = "`attnbench-data fetch glue` (the original TSV release, into <data root>/glue)"
     if path.parent.name == "MRPC" and path.name in ("train.tsv", "dev.tsv"):
         return (
-            "; MRPC's train.tsv and dev.tsv are made by download_glue_data.py from "
-            "msr_paraphrase_train.txt and dev_ids.tsv: run its MRPC step"
+            "; MRPC's train.tsv and dev.tsv are not in a GLUE zip: they are made from "
+            "msr_paraphrase_train.txt and GLUE's mrpc_dev_ids.tsv as download_glue_data.py "
+            f"makes them, which {fetch} does"
         )
-    return "; download GLUE with download_glue_data.py (or pass the nyu-mll/glue parquet folder)"
+    return (
+        f"; fetch GLUE with {fetch}, or put the nyu-mll/glue parquet files "
+        "(<task>/<split>-*.parquet) in this folder"
+    )
 
 
 def read_tsv(
@@ -490,7 +497,8 @@ def load(
     raise errors.DataError(
         f"{root}: GLUE {task} {split} not found: neither {tsv} (original TSV release) nor "
         f"{pathlib.Path(root) / t.name / (split + '-00000-of-00001.parquet')} (nyu-mll/glue "
-        "parquet release); download one of them into this folder"
+        "parquet release); put one of them in this folder (`attnbench-data fetch glue` fetches "
+        "the TSV release into <data root>/glue)"
     )
 
 

@@ -191,6 +191,16 @@ def test_every_metric_name_is_one_the_tables_can_read():
         spec = {"ens": {"type": "language_model", "unit": unit, "suffix": "_ensemble"}}
         (ev,) = evaluators.build(spec, "test")
         results.append(_feed(ev, {"nll": np.ones((4, 3)), "mask": np.ones((4, 3))}, w))
+    # GLUE's evaluator (registered by language/glue_task.py): STS-B's spearman and pearson
+    from language import glue_task  # noqa: F401 (registers "glue")
+
+    stsb = _feed(
+        evaluators.get("glue", task="stsb"),
+        {"logits": np.array([[0.5], [1.0], [4.0], [2.5]])},
+        {"label": np.array([0.0, 2.0, 5.0, 3.0]), **w},
+    )
+    assert set(stsb) == {"spearman", "pearson", "loss"}
+    results.append(stsb)
     names = {k for r in results for k in r}
     assert names - {"loss_ensemble"} == set(evaluators.METRICS) - set(evaluators.TASK_METRICS)
     assert tables.METRICS == evaluators.METRICS
@@ -300,3 +310,23 @@ def test_spearman_matches_a_rank_correlation_by_hand():
         ((rp - rp.mean()) ** 2).sum() * ((rt - rt.mean()) ** 2).sum()
     )
     assert got["spearman"] == pytest.approx(want, abs=1e-12) and 0.3 < want < 1
+
+
+def test_stsb_pearson_is_reported_and_a_table_can_read_it():
+    """GLUE reports STS-B's Pearson beside its Spearman: the `glue` evaluator's `pearson` is
+    the sample correlation, and a table cell may name it (`test_last.pearson`)."""
+    from attnbench.papers import tables
+    from language import glue_task  # noqa: F401 (registers "glue")
+
+    pred, label = np.array([0.5, 1.0, 4.0, 2.5, 3.5]), np.array([0.0, 2.0, 5.0, 3.0, 3.0])
+    got = _feed(
+        evaluators.get("glue", task="stsb"),
+        {"logits": pred[:, None]},
+        {"label": label, "weight": np.ones(5)},
+    )
+    assert got["pearson"] == pytest.approx(np.corrcoef(pred, label)[0, 1], abs=1e-12)
+    cell = tables.Cell(
+        "STS-B", "Pearson", 88.0, config="language/glue.py:task=stsb", metric="test_last.pearson"
+    )
+    table = tables.Table("demo.stsb", "c", "s", ("STS-B",), ("Pearson",), (cell,))
+    tables.validate(table)

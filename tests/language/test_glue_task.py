@@ -329,6 +329,23 @@ def test_gfsa_at_its_initial_values_is_the_softmax_model(tmp_path):
     tolerances.assert_close(gfsa, soft, rtol=1e-6, atol=1e-6)
 
 
+def test_contranorm_goes_into_the_checkpoint_model(tmp_path):
+    """`contranorm=1` with a checkpoint: the loaded model carries the model section's ContraNorm
+    settings (the checkpoint lacks nothing: ContraNorm has no parameters) and its forward is the
+    float64 reference's with ContraNorm (tests/language/test_hf_encoders.py)."""
+    d, w = _checkpoint(tmp_path, labels=2)
+    config = _config(f"task=rte,checkpoint={d},contranorm=1,cn_scale=0.3")
+    model = tasks.get(config.task).build_model(config, nnx.Rngs(0))
+    assert model.settings["contranorm_scale"] == 0.3 and model.settings["contranorm_identity"]
+    ids, mask, types = hf.inputs("bert")
+    h, logits = hf.forward(model, ids, mask, types)
+    ref_h, ref_logits = hf.ref_forward(
+        w, "bert", ids, mask, types, cn=dict(scale=0.3, identity=True, at="attention")
+    )
+    hf.close(h, ref_h)
+    hf.close(logits, ref_logits)
+
+
 @pytest.mark.slow
 def test_gfsa_with_the_cola_w0_is_not_the_softmax_model(tmp_path):
     """The CoLA recipe's w_0 = -0.01 (the authors' script) adds -0.01 V at step 0."""
@@ -363,7 +380,7 @@ def test_official_tsv_data_and_the_checkpoint_tokenizer(tmp_path):
     np.testing.assert_array_equal(data.val.arrays["label"], [0, 1, 0])
 
 
-def test_errors_are_named(tmp_path):
+def test_errors_are_named(tmp_path, monkeypatch):
     task = tasks.get("language.glue")
     missing = tmp_path / "nowhere"
     config = _config(f"task=rte,checkpoint={missing}")
@@ -371,8 +388,19 @@ def test_errors_are_named(tmp_path):
         task.build_model(config, nnx.Rngs(0))
     d, _ = _checkpoint(tmp_path, labels=2)
     config = _config(f"task=rte,source=official,checkpoint={d}", dir=str(missing))
-    with pytest.raises(errors.DataError, match=r"nowhere: GLUE data folder not found"):
+    with pytest.raises(errors.DataError, match=r"nowhere: GLUE data folder not found") as e:
         task.load_data(config)
+    assert "`attnbench-data fetch glue`" in str(e.value) and "nyu-mll/glue parquet" in str(e.value)
+    # no config.data.dir: the catalog's folder <data root>/glue, or the fetch command
+    monkeypatch.setenv("ATTNBENCH_DATA", str(tmp_path / "root"))
+    config = _config(f"task=rte,source=official,checkpoint={d}")
+    with pytest.raises(errors.DataError, match=r"not in the data root .*root.glue") as e:
+        task.load_data(config)
+    for part in ("`attnbench-data fetch glue`", "config.data.dir", "nyu-mll/glue parquet"):
+        assert part in str(e.value)
+    _rte(tmp_path / "root" / "glue")
+    data = task.load_data(config)  # what `attnbench-data fetch glue` lays out
+    assert data.description["dir"] == "<data root>/glue" and len(data.train) == 16
     (tmp_path / "glue").mkdir()
     config = _config(f"task=rte,source=official,checkpoint={d}", dir=str(tmp_path / "glue"))
     with pytest.raises(errors.DataError, match=r"GLUE rte train not found: neither .*train.tsv"):
@@ -402,7 +430,13 @@ def test_errors_are_named(tmp_path):
 
 @pytest.mark.parametrize("preset", ["paper", "cpu", "smoke"])
 @pytest.mark.parametrize(
-    "arg", ["task=cola", "task=stsb,attn=gfsa", "task=mnli-mm,encoder=roberta,attn=gfsa,even=1"]
+    "arg",
+    [
+        "task=cola",
+        "task=stsb,attn=gfsa",
+        "task=mnli-mm,encoder=roberta,attn=gfsa,even=1",
+        "task=rte,encoder=albert,contranorm=1",
+    ],
 )
 def test_recipes_validate(preset, arg):
     c = config_lib.load(f"{RECIPE}:preset={preset},{arg}")
@@ -436,11 +470,39 @@ def test_paper_recipe(monkeypatch, tmp_path):
             config_lib.load(f"{RECIPE}:{bad}")
 
 
+def test_contranorm_recipe():
+    """Table 1's "+ ContraNorm": Guo et al.'s placement and form per encoder, the README's
+    scales (RTE 0.005, CoLA 0.01), 0.01 elsewhere, `cn_scale=` / `cn_at=`; not with GFSA."""
+    c = config_lib.load(f"{RECIPE}:task=rte,contranorm=1")
+    m = c.model
+    assert (m.contranorm_scale, m.contranorm_temperature, m.contranorm_dual) == (0.005, 1.0, False)
+    assert m.contranorm_identity and m.contranorm_at == "attention"
+    assert c.attention.name == "softmax"
+    a = config_lib.load(f"{RECIPE}:task=sst2,encoder=albert,contranorm=1,cn_scale=0.1,cn_at=ffn")
+    assert (a.model.contranorm_scale, a.model.contranorm_at) == (0.1, "ffn")
+    assert not a.model.contranorm_identity  # Guo et al.'s ALBERT: X - s A X
+    assert config_lib.load(f"{RECIPE}:task=cola,contranorm=1").model.contranorm_scale == 0.01
+    assert "contranorm_scale" not in config_lib.load(f"{RECIPE}:task=cola").model
+    # the stand-in's fresh encoder takes the settings from the model section
+    smoke = config_lib.load(f"{RECIPE}:preset=smoke,task=mrpc,contranorm=1")
+    s = glue_task.encoder_settings(smoke.model, 2)
+    assert s["contranorm_scale"] == 0.01 and s["contranorm_at"] == "attention"
+    for bad, match in (
+        ("contranorm=1,attn=gfsa", "never combines them"),
+        ("cn_scale=0.1", "give contranorm=1"),
+        ("contranorm=1,cn_at=middle", "unknown ContraNorm position"),
+        ("contranorm=1,cn_scale=-1", "cn_scale=-1"),
+        ("contranorm=2", "contranorm=2"),
+    ):
+        with pytest.raises(errors.ConfigError, match=match):
+            config_lib.load(f"{RECIPE}:{bad}")
+
+
 def test_table1_cells_run_the_recipe_and_average_as_gfsa():
     t = tables.load("gfsa.table1")
     tables.validate(t)  # every config loads (smoke), task and mechanism registered
     runnable = [c for c in t.cells if c.config is not None]
-    assert len(runnable) == 9 * (6 if gfsa_table1.ALBERT else 4)
+    assert len(runnable) == 9 * (9 if gfsa_table1.ALBERT else 6)
     for cell in runnable:
         c = config_lib.load(cell.config + ",preset=smoke")
         section, _, name = cell.metric.partition(".")
@@ -456,7 +518,8 @@ def test_table1_cells_run_the_recipe_and_average_as_gfsa():
             assert statistics.fmean(nine.values()) == pytest.approx(
                 glue_metrics.gfsa_average(nine), abs=1e-12
             )
-    assert "ContraNorm layer" in t.cell("RoBERTa-base + ContraNorm", "CoLA").needs
+    cn = t.cell("RoBERTa-base + ContraNorm", "CoLA")
+    assert cn.needs is None and cn.config == f"{RECIPE}:task=cola,encoder=roberta,contranorm=1"
 
 
 # ----------------------------------------------------------------------- smoke trainings

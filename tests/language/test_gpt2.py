@@ -1,5 +1,7 @@
-"""GPT-2: the decoder configuration's parameter counts, the safetensors reader, and a Hugging
-Face checkpoint loaded into the decoder against an independent float64 numpy GPT-2 forward."""
+"""GPT-2: the decoder configuration's parameter counts, the safetensors reader on files written
+to the format's specification by hand here (tests/language/test_gpt2_safetensors.py: on files
+the `safetensors` package writes), and a Hugging Face checkpoint loaded into the decoder against
+an independent float64 numpy GPT-2 forward."""
 
 from __future__ import annotations
 
@@ -247,16 +249,18 @@ def test_errors_name_file_and_tensor(tmp_path):
     write_checkpoint(d, w)
     with pytest.raises(errors.DataError, match="lm_head.weight"):
         gpt2.load_hf_gpt2(d)
-    (d / "model.safetensors").write_bytes((10**6).to_bytes(8, "little") + b"{}")
-    with pytest.raises(errors.DataError, match="truncated"):
-        gpt2.read_safetensors(d / "model.safetensors")
-    (d / "model.safetensors").write_bytes((2).to_bytes(8, "little") + b"{x")
-    with pytest.raises(errors.DataError, match="not JSON"):
-        gpt2.read_safetensors(d / "model.safetensors")
+    # a header longer than the file, a header that is not JSON, offsets that do not hold the
+    # tensor: one DataError each, naming the file (tests/language/test_gpt2_safetensors.py)
     bad = json.dumps({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 8]}}).encode()
-    (d / "model.safetensors").write_bytes(len(bad).to_bytes(8, "little") + bad + bytes(8))
-    with pytest.raises(errors.DataError, match="tensor 'a': data_offsets"):
-        gpt2.read_safetensors(d / "model.safetensors")
+    for raw, reason in (
+        ((10**6).to_bytes(8, "little") + b"{}", "invalid header length"),
+        ((2).to_bytes(8, "little") + b"{x", "invalid JSON in header"),
+        (len(bad).to_bytes(8, "little") + bad + bytes(8), "offset for tensor"),
+    ):
+        (d / "model.safetensors").write_bytes(raw)
+        with pytest.raises(errors.DataError, match="not a readable safetensors file") as e:
+            gpt2.load_hf_gpt2(d)
+        assert str(d / "model.safetensors") in str(e.value) and reason in str(e.value)
     (d / "config.json").write_text(json.dumps(hf_config(activation_function="relu")))
     with pytest.raises(errors.DataError, match="activation_function"):
         gpt2.load_hf_gpt2(d)

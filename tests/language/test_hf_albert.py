@@ -26,6 +26,7 @@ from language import hf_albert
 from language.backbones import encoder_albert
 from language.data import glue
 from tests import tolerances
+from tests.attnbench.nn.test_contranorm import ref_update
 
 E, DIM, HEADS, MLP, VOCAB, MAX_LEN = 8, 16, 2, 32, 50, 10
 LENGTHS = (8, 5, 3)  # real tokens per row, padded on the right with id 0
@@ -142,13 +143,22 @@ def write_checkpoint(directory, weights: dict, config: dict, *, prefix: str = ""
 # ------------------------------------------------------- the reference: HF's forward, float64
 
 
-def ref_forward(w: dict, cfg: dict, ids, mask, types=None):
+def ref_forward(w: dict, cfg: dict, ids, mask, types=None, cn=None):
     """(sequence output [B, N, D], logits [B, L]) of HF AlbertForSequenceClassification in
     evaluation mode, float64, written from the architecture: embeddings (word + position 0..N-1
     + type, LayerNorm in E) -> embedding_hidden_mapping_in (E -> D); for step i of L the layers
     of group floor(i G / L) in turn, each h = LN(x + dense(softmax(QK^T/sqrt(d) masked on keys)
     V)), x = LN(h + ffn_output(act(ffn(h)))) (no dropout on the FFN: evaluation anyway); pooler
-    tanh(W h0 + b) -> classifier. act: gelu_new = tanh form, gelu = erf form."""
+    tanh(W h0 + b) -> classifier. act: gelu_new = tanh form, gelu = erf form. `cn` (dict of
+    `scale`, `at`): ContraNorm's X - s A X (the float64 reference of
+    tests/attnbench/nn/test_contranorm.py, padded tokens left out) on the residual sum before
+    the attention ("attention") or the feed-forward ("ffn") LayerNorm, at every step."""
+
+    def contra(x, at):
+        if cn is None or cn["at"] != at:
+            return x
+        return ref_update(x, scale=cn["scale"], mask=mask.astype(bool))
+
     eps = cfg["layer_norm_eps"]
     n_layers, groups, inner = (
         cfg["num_hidden_layers"],
@@ -192,9 +202,10 @@ def ref_forward(w: dict, cfg: dict, ids, mask, types=None):
             e = np.where(keep, np.exp(s - s.max(-1, keepdims=True)), 0.0)
             probs = e / e.sum(-1, keepdims=True)
             ctx = np.einsum("bhnm,bmhd->bnhd", probs, v).reshape(b, n, DIM)
-            h = ln(x + dense(ctx, p + "attention.dense"), p + "attention.LayerNorm")
+            h = contra(x + dense(ctx, p + "attention.dense"), "attention")
+            h = ln(h, p + "attention.LayerNorm")
             f = dense(act(dense(h, p + "ffn")), p + "ffn_output")
-            x = ln(h + f, p + "full_layer_layer_norm")
+            x = ln(contra(h + f, "ffn"), p + "full_layer_layer_norm")
     logits = dense(np.tanh(dense(x[:, 0], "pooler")), "classifier")
     return x, logits
 
@@ -272,6 +283,29 @@ def test_albert_matches_numpy_reference_with_padding(tmp_path):
     close(logits3[0], logits[1])
     with pytest.raises(ValueError, match="exceeds"):
         model(np.full((1, MAX_LEN + 1), 5))
+
+
+@pytest.mark.parametrize("at", ["attention", "ffn"])
+def test_contranorm_loads_into_the_shared_layer_and_matches_the_reference(tmp_path, at):
+    """GFSA Table 1's "ALBERT-base + ContraNorm": the checkpoint loads unchanged (no parameter
+    is added or drawn), ContraNorm (Guo et al.'s ALBERT form X - s A X) applies at every step of
+    the shared layer, padded tokens left out."""
+    cfg = hf_config()
+    w = random_weights(cfg)
+    d = write_checkpoint(tmp_path / "albert", w, cfg)
+    cn = {"contranorm_scale": 0.3, "contranorm_at": at}
+    model, config = hf_albert.load_hf_albert(d, contranorm=cn)
+    plain, _ = hf_albert.load_hf_albert(d)
+    assert list(config.initialised) == [] and n_params(model) == n_params(plain)
+    assert not model.settings["contranorm_identity"]
+    ids, mask, types = inputs()
+    h, logits = forward(model, ids, mask, types)
+    ref_h, ref_logits = ref_forward(w, cfg, ids, mask, types, cn=dict(scale=0.3, at=at))
+    close(h, ref_h)
+    close(logits, ref_logits)
+    assert np.abs(ref_forward(w, cfg, ids, mask, types)[1] - ref_logits).max() > 1e-3
+    with pytest.raises(errors.ConfigError, match="contranorm= takes"):
+        hf_albert.load_hf_albert(d, contranorm={"embedding_dim": 4})
 
 
 def test_groups_inner_layers_and_exact_gelu(tmp_path):

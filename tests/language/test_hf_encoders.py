@@ -8,6 +8,7 @@ import json
 
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import optax
 import pytest
@@ -20,6 +21,7 @@ from attnbench import errors
 from language import hf_encoders
 from language.backbones import encoder_bert
 from tests import tolerances
+from tests.attnbench.nn.test_contranorm import ref_update
 
 LAYERS, DIM, HEADS, MLP, VOCAB, MAX_LEN = 2, 16, 2, 32, 50, 10
 PAD = {"bert": 0, "roberta": 1}
@@ -129,13 +131,22 @@ def write_checkpoint(directory, weights: dict, config: dict, *, prefix: str = ""
 # ------------------------------------------------------- the reference: HF's forward, float64
 
 
-def ref_forward(w: dict, kind: str, ids, mask, types=None):
+def ref_forward(w: dict, kind: str, ids, mask, types=None, cn=None):
     """(sequence output [B, N, D], logits [B, L]) of HF Bert/RobertaForSequenceClassification
     in evaluation mode, float64, written from the architecture: embeddings (word + position +
     type, LayerNorm); per layer h = LN(x + O(softmax(QK^T/sqrt(d) masked on keys) V)),
     x = LN(h + W2 gelu_erf(W1 h)); BERT head tanh(pooler(h0)) -> classifier; RoBERTa head
     tanh(dense(h0)) -> out_proj. RoBERTa positions: pad + cumsum(ids != pad), pads at pad.
-    A query with no key (a fully masked row) gets a zero context: the documented choice."""
+    A query with no key (a fully masked row) gets a zero context: the documented choice.
+    `cn` (dict of `scale`, `identity`, `at`): ContraNorm's update (the float64 reference of
+    tests/attnbench/nn/test_contranorm.py, padded tokens left out) on the residual sum before
+    the attention ("attention") or the feed-forward ("ffn") LayerNorm, as Guo et al.'s BERT."""
+
+    def contra(x, at):
+        if cn is None or cn["at"] != at:
+            return x
+        return ref_update(x, scale=cn["scale"], identity=cn["identity"], mask=mask.astype(bool))
+
     eps, pad = EPS[kind], PAD[kind]
     b, n = ids.shape
     hd = DIM // HEADS
@@ -175,10 +186,11 @@ def ref_forward(w: dict, kind: str, ids, mask, types=None):
         z = e.sum(-1, keepdims=True)
         probs = e / np.where(z > 0, z, 1.0)
         ctx = np.einsum("bhnm,bmhd->bnhd", probs, v).reshape(b, n, DIM)
-        h = ln(x + dense(ctx, p + "attention.output.dense"), p + "attention.output.LayerNorm")
+        h = contra(x + dense(ctx, p + "attention.output.dense"), "attention")
+        h = ln(h, p + "attention.output.LayerNorm")
         f = dense(h, p + "intermediate.dense")
         f = 0.5 * f * (1 + erf(f / np.sqrt(2)))
-        x = ln(h + dense(f, p + "output.dense"), p + "output.LayerNorm")
+        x = ln(contra(h + dense(f, p + "output.dense"), "ffn"), p + "output.LayerNorm")
     if kind == "bert":
         logits = dense(np.tanh(dense(x[:, 0], "pooler.dense")), "classifier")
     else:
@@ -354,6 +366,33 @@ def test_gfsa_plugs_in_and_starts_as_softmax(tmp_path):
     assert np.abs(forward(gf, ids, mask)[1] - logits_soft).max() > 1e-4
 
 
+@pytest.mark.parametrize("kind, at", [("bert", "attention"), ("roberta", "ffn")])
+def test_contranorm_loads_into_a_checkpoint_and_matches_the_reference(tmp_path, kind, at):
+    """GFSA Table 1's "+ ContraNorm": the checkpoint loads unchanged (ContraNorm has no
+    parameters: nothing is missing or drawn) and the forward is the reference's with the
+    update before the LayerNorm, padded tokens left out of it."""
+    w = random_weights(kind)
+    d = write_checkpoint(tmp_path / kind, w, hf_config(kind))
+    cn = {"contranorm_scale": 0.3, "contranorm_at": at}
+    model, config = hf_encoders.load_hf_encoder(d, contranorm=cn)
+    assert list(config.initialised) == [] and config.model.contranorm_scale == 0.3
+    assert model.settings["contranorm_identity"]  # Guo et al.'s BERT: (1 + s) X - s A X
+    ids, mask, types = inputs(kind)
+    h, logits = forward(model, ids, mask, types)
+    ref_h, ref_logits = ref_forward(
+        w, kind, ids, mask, types, cn=dict(scale=0.3, identity=True, at=at)
+    )
+    close(h, ref_h)
+    close(logits, ref_logits)
+    assert np.abs(ref_forward(w, kind, ids, mask, types)[1] - ref_logits).max() > 1e-3
+    with pytest.raises(errors.ConfigError, match="contranorm= takes"):
+        hf_encoders.load_hf_encoder(d, contranorm={"dim": 8})
+    with pytest.raises(errors.ConfigError, match="contranorm_at='middle'"):
+        hf_encoders.load_hf_encoder(
+            d, contranorm={"contranorm_scale": 0.1, "contranorm_at": "middle"}
+        )
+
+
 @pytest.mark.parametrize(
     "kind,mech",
     [
@@ -392,6 +431,36 @@ def test_train_step_gradients_finite_under_jit(tmp_path, kind, mech):
     np.testing.assert_array_equal(
         evaluate(jax.random.key(0, impl="rbg")), evaluate(jax.random.key(1, impl="rbg"))
     )
+
+
+def test_bf16_checkpoint_loads_widened_to_float32_exactly(tmp_path):
+    """A BF16 model.safetensors written by the `safetensors` package (whose numpy reader returns
+    ml_dtypes.bfloat16) loads with float32 parameters holding exactly the stored values: the
+    same model as the float32 file of those values, and the float64 reference's outputs."""
+    w = random_weights("bert")
+    w16 = {k: v.astype(ml_dtypes.bfloat16) for k, v in w.items()}
+    exact = {k: v.astype(np.float64) for k, v in w16.items()}  # what the file holds, exactly
+    stored = {"bert." + k if not k.startswith("classifier.") else k: v for k, v in w16.items()}
+    stored["bert.embeddings.position_ids"] = np.arange(MAX_LEN, dtype=np.int64)[None]
+    d = tmp_path / "bf16"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(hf_config("bert")))
+    safetensors.numpy.save_file(stored, str(d / "model.safetensors"))
+    raw = safetensors.numpy.load_file(str(d / "model.safetensors"))
+    assert raw["classifier.weight"].dtype == ml_dtypes.bfloat16  # the package's BF16 type
+    model, config = hf_encoders.load_hf_encoder(d)
+    kernel = np.asarray(model.classifier.kernel[...])
+    assert kernel.dtype == np.float32
+    np.testing.assert_array_equal(kernel, exact["classifier.weight"].T)  # widened, exact
+    d32 = write_checkpoint(tmp_path / "f32", exact, hf_config("bert"), prefix="bert.")
+    ids, mask, types = inputs("bert")
+    h, logits = forward(model, ids, mask, types)
+    h32, logits32 = forward(hf_encoders.load_hf_encoder(d32)[0], ids, mask, types)
+    np.testing.assert_array_equal(h, h32)
+    np.testing.assert_array_equal(logits, logits32)
+    ref_h, ref_logits = ref_forward(exact, "bert", ids, mask, types)
+    close(h, ref_h)
+    close(logits, ref_logits)
 
 
 def test_bfloat16_compute_stays_near_reference(tmp_path):

@@ -14,6 +14,7 @@ from flax import nnx
 from attnbench import config as config_lib
 from attnbench.nn import flops
 from tests import tolerances
+from tests.attnbench.nn.test_contranorm import ref_update
 from vision import models
 
 DIM, HEADS, MLP, PATCH, SIZE, LAYERS, CLASSES = 16, 2, 24, 4, 8, 2, 5
@@ -76,8 +77,17 @@ def _linear_general(x, proj):
     return y if proj.bias is None else y + _np(proj.bias)
 
 
-def _reference(model, image):
-    """One image [S, S, 3] -> logits, every step explicit, float64."""
+def _norm(x, norm, cn):
+    """A LayerNorm of the model, or with `cn` (ContraNorm's settings) its `ContraNorm`: the
+    float64 update of tests/attnbench/nn/test_contranorm.py, then the LayerNorm."""
+    if cn is None:
+        return _layer_norm(x, norm)
+    return _layer_norm(ref_update(x[None], **cn)[0], norm.norm)
+
+
+def _reference(model, image, cn=None):
+    """One image [S, S, 3] -> logits, every step explicit, float64; `cn`: ContraNorm's settings
+    (`transformer_contranorm`, ContraNorm before each LayerNorm)."""
     p = PATCH
     g = SIZE // p
     kernel, bias = _np(model.patch_embed.kernel), _np(model.patch_embed.bias)  # [p, p, 3, D]
@@ -89,7 +99,7 @@ def _reference(model, image):
     x = np.concatenate([_np(model.cls)[0], np.stack(tokens)])  # class token first
     x = x + _np(model.encoder.pos_embedding)[: len(x)]
     for block in model.encoder.blocks:
-        h = _layer_norm(x, block.ln1)
+        h = _norm(x, block.ln1, cn)
         q, k, v = (_linear_general(h, getattr(block.attn, n)) for n in ("query", "key", "value"))
         out = np.zeros_like(q)
         for head in range(HEADS):
@@ -98,10 +108,10 @@ def _reference(model, image):
             out[:, head] = (w / w.sum(-1, keepdims=True)) @ v[:, head]
         attn = np.einsum("nhe,hed->nd", out, _np(block.attn.out.kernel)) + _np(block.attn.out.bias)
         x = x + attn
-        h = _layer_norm(x, block.ln2)
+        h = _norm(x, block.ln2, cn)
         h = _gelu_tanh(h @ _np(block.mlp.fc1.kernel) + _np(block.mlp.fc1.bias))
         x = x + h @ _np(block.mlp.fc2.kernel) + _np(block.mlp.fc2.bias)
-    x = _layer_norm(x, model.encoder.norm)
+    x = _norm(x, model.encoder.norm, cn)
     return x[0] @ _np(model.head.kernel) + _np(model.head.bias)
 
 
@@ -111,6 +121,21 @@ def test_vit_forward_equals_a_float64_reference_with_its_own_weights():
     logits = jax.jit(lambda m, x: m(x))(model, images)
     expected = np.stack([_reference(model, img.astype(np.float64)) for img in images])
     tolerances.assert_close(logits, expected, rtol=1e-5, atol=1e-5, what="ViT logits")
+
+
+def test_contranorm_vit_equals_a_float64_reference_and_is_the_vit_at_scale_zero():
+    """Guo et al.'s ViT: ContraNorm before each of the 2 x layers + 1 LayerNorms; the same
+    parameters as the ViT, which it is exactly at s = 0."""
+    cn = dict(scale=0.3, temperature=0.5, dual=True)
+    over = dict(encoder="transformer_contranorm", contranorm_temperature=0.5, contranorm_dual=True)
+    model = _build(contranorm_scale=0.3, **over)
+    images = np.random.default_rng(0).standard_normal((2, SIZE, SIZE, 3)).astype(np.float32)
+    logits = jax.jit(lambda m, x: m(x))(model, images)
+    expected = np.stack([_reference(model, img.astype(np.float64), cn) for img in images])
+    tolerances.assert_close(logits, expected, rtol=1e-5, atol=1e-5, what="ContraNorm ViT logits")
+    plain, off = _build(), _build(contranorm_scale=0.0, **over)
+    tolerances.assert_identical(off(images), plain(images))
+    assert nnx.state(off, nnx.Param).keys() == nnx.state(plain, nnx.Param).keys()
 
 
 def test_gap_pooling_has_no_class_token_and_means_the_patches():
@@ -157,6 +182,11 @@ PARAMS = {
     "vision/tiny_imagenet.py:model=sliceformer": 18_502_504,
     "vision/imagenet.py:model=deit_s": 22_050_664,
     "vision/imagenet.py:model=deit_s,attn=gfsa": 22_050_664 + 72,
+    # DeiT-T: timm deit_tiny_patch16_224's 5,717,416; 444,864 per further block (GFSA Tables
+    # 17-18's 16 and 24 layers); ContraNorm adds none
+    "vision/imagenet.py:model=deit_t": 5_717_416,
+    "vision/imagenet.py:model=deit_t,depth=24,contranorm=1": 5_717_416 + 12 * 444_864,
+    "vision/imagenet.py:model=deit_s,depth=16": 22_050_664 + 4 * 1_774_464,
 }
 
 
@@ -171,6 +201,7 @@ def test_paper_recipes_have_the_papers_parameter_counts(spec):
         "vision/cifar10.py:preset=smoke",
         "vision/imagenet.py:preset=smoke,model=swin_s",
         "vision/imagenet.py:preset=smoke,model=cait_s24,attn=gfsa",
+        "vision/imagenet.py:preset=smoke,model=deit_t,depth=24,contranorm=1,cn_dual=1",
     ],
 )
 def test_flop_count_matches_xla_cost_analysis(spec):

@@ -20,10 +20,7 @@ READS_NONE = {
 }
 # Config files whose official data have no catalog entry yet (fetched by hand, as the README
 # says), and why. Each is a known gap, not a pass: the entry needs the release's checksums.
-NO_ENTRY_YET = {
-    "language/glue.py": "GLUE (TSV release or nyu-mll/glue parquet): README's GLUE section; the "
-    "catalog entry with checksums is still to be written (issue 36)",
-}
+NO_ENTRY_YET: dict[str, str] = {}
 
 
 def _config_files() -> list[str]:

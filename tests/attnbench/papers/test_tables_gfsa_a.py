@@ -8,7 +8,7 @@ import pytest
 
 from attnbench import config as config_lib
 from attnbench.papers import tables
-from configs.tables import gfsa_table12, gfsa_table17
+from configs.tables import gfsa_table12
 
 KEYS = ["gfsa.fig1", "gfsa.fig3"] + [f"gfsa.table{i}" for i in range(1, 21) if i != 19]
 
@@ -17,10 +17,6 @@ KEYS = ["gfsa.fig1", "gfsa.fig3"] + [f"gfsa.table{i}" for i in range(1, 21) if i
 NEEDS_PATTERNS = [
     r"the GLUE task \(language domain\) and an? (BERT|ALBERT|RoBERTa)-base encoder, not built yet"
     r"(; the ContraNorm layer, not implemented)?",
-    # Tables 17 / 18: the ContraNorm setting's recipe (configs/tables/gfsa_table17.py)
-    re.escape(gfsa_table17.RECIPE_NEEDS) + r"(; a DeiT-T model, not built|; a 16-layer DeiT-S "
-    r"\(model=deit_s / deit_s24 have 12 / 24 layers\), not built)?"
-    r"(; the ContraNorm method, not implemented)?",
     r"the LibriSpeech (100h|960h) ASR task \(speech domain\) and a (Transformer|Branchformer) ASR "
     r"model, not built yet",
     r"the Devign defect-detection task \(code domain\) and a \S+ model, not built yet",
@@ -48,8 +44,11 @@ RUNNABLE += ("gfsa.table6", "gfsa.table20", "gfsa.table2", "gfsa.table11")
 # ImageNet-1k: the DeiT-S / CaiT-S / Swin-S recipes (configs/vision/imagenet.py); Figure 1's bars
 # whose two cells run name the command (`elsewhere`)
 RUNNABLE += ("gfsa.table3", "gfsa.table15", "gfsa.table16", "gfsa.fig3", "gfsa.fig1")
-# GLUE: configs/language/glue.py (BERT / RoBERTa / ALBERT, with or without GFSA)
-RUNNABLE += ("gfsa.table1",)
+# GLUE: configs/language/glue.py (BERT / RoBERTa / ALBERT, with or without GFSA; Table 9's exact
+# A^K, Table 10's K sweep)
+RUNNABLE += ("gfsa.table1", "gfsa.table9", "gfsa.table10")
+# The ContraNorm setting: DeiT-T / DeiT-S at 12, 16, 24 layers (configs/vision/imagenet.py)
+RUNNABLE += ("gfsa.table17", "gfsa.table18")
 
 
 @pytest.mark.parametrize("key", [k for k in KEYS if k not in RUNNABLE])
@@ -66,7 +65,8 @@ def test_table1_glue_numbers_and_averages():
     assert t.cell("BERT-base", "CoLA").paper == 56.79
     assert t.cell("RoBERTa-base + GFSA", "CoLA").paper == 64.11
     assert t.cell("ALBERT-base", "MNLI-mm").paper == 84.37  # "85.37/84.37" split in two
-    assert "ContraNorm layer" in t.cell("ALBERT-base + ContraNorm", "RTE").needs
+    cn = t.cell("ALBERT-base + ContraNorm", "RTE")
+    assert cn.needs is None and cn.config == "language/glue.py:task=rte,encoder=albert,contranorm=1"
     assert t.cell("ALBERT-base", "RTE").config == "language/glue.py:task=rte,encoder=albert"
     assert all(c.quoted is None and c.scale == 100 for c in t.cells)  # the authors ran them all
     for row in t.rows:
@@ -94,6 +94,49 @@ def test_table9_repeats_table1_and_adds_the_exact_power():
         approx = t9.cell("BERT-base + GFSA (approximated A^K)", column).paper
         assert approx == t1.cell("BERT-base + GFSA", column).paper
     assert t9.cell("BERT-base + GFSA (actual A^K)", "Avg").paper == 83.39
+
+
+def test_table9_cells_share_table1_runs_and_the_exact_row_runs_gfsa_exact():
+    t1, t9 = tables.load("gfsa.table1"), tables.load("gfsa.table9")
+    tables.validate(t9)
+    approx, exact = "BERT-base + GFSA (approximated A^K)", "BERT-base + GFSA (actual A^K)"
+    same = {"BERT-base": "BERT-base", approx: "BERT-base + GFSA"}
+    for column in t9.columns:
+        for row, row1 in same.items():  # the identical string: one run serves both tables
+            assert t9.cell(row, column).config == t1.cell(row1, column).config
+            assert t9.cell(row, column).metric == t1.cell(row1, column).metric
+        if column == "Avg":
+            for row in t9.rows:
+                assert t9.cell(row, column).config is None
+                assert t9.cell(row, column).mean_of == t1.cell("BERT-base", column).mean_of
+            continue
+        power = t9.cell(exact, column)
+        assert power.config == t1.cell("BERT-base + GFSA", column).config + ",exact=1"
+        a = config_lib.load(t9.cell(approx, column).config + ",preset=smoke").attention
+        p = config_lib.load(power.config + ",preset=smoke").attention
+        assert (a.name, p.name) == ("gfsa", "gfsa_exact")
+        assert (p.order, p.w0) == (a.order, a.w0)  # the same K and w_0 as the approximation
+    assert sum(c.config is not None for c in t9.cells) == 27
+
+
+def test_table10_cells_run_their_k_and_share_table1_runs_at_the_recipes_k():
+    t1, t10 = tables.load("gfsa.table1"), tables.load("gfsa.table10")
+    tables.validate(t10)
+    shared = 0
+    for c in t10.cells:
+        k = int(c.row.removeprefix("K="))
+        config = config_lib.load(c.config + ",preset=smoke")
+        assert config.attention.name == "gfsa" and config.attention.order == k
+        assert c.metric == t1.cell("BERT-base + GFSA", c.column).metric
+        gfsa1 = t1.cell("BERT-base + GFSA", c.column).config
+        if config_lib.load(gfsa1 + ",preset=smoke").attention.order == k:
+            assert c.config == gfsa1  # the identical string: one run serves both tables
+            shared += 1
+        else:
+            assert c.config == f"{gfsa1},order={k}"
+    assert shared == len(t10.columns)  # one K per column is the recipe's
+    assert t10.cell("K=5", "RTE").config == t1.cell("BERT-base + GFSA", "RTE").config
+    assert t10.cell("K=8", "RTE").config.endswith(",order=8")  # the tie: K = 5 is the recipe's
 
 
 def test_gpt2_tables():
@@ -304,8 +347,19 @@ def test_imagenet_tables_train_table12s_recipes_and_name_what_else_they_need():
             assert t.cell(row, "Top-1 Acc").config == config
     assert t3.cell("DeiT-S (12L)", "Top-1 Acc").quoted  # quoted, and still run
     assert t3.cell("CaiT-S + GFSA (24L)", "Top-1 Acc").config.endswith("model=cait_s24,attn=gfsa")
-    assert t3.cell("DeiT-S + ContraNorm (24L)", "Top-1 Acc").needs == (
-        "the ContraNorm method on the 24-layer DeiT-S, not implemented"
+    # the ContraNorm rows: the backbone rows' recipes with contranorm=1 (quoted, and still run)
+    for depth, model in ((12, "deit_s"), (24, "deit_s24")):
+        row = f"DeiT-S + ContraNorm ({depth}L)"
+        for t in (t3, t15):
+            cell = t.cell(row, "Top-1 Acc")
+            assert cell.needs is None and cell.quoted and "ContraNorm" in cell.quoted
+            assert cell.config == f"vision/imagenet.py:model={model},contranorm=1"
+        loaded = config_lib.load(t3.cell(row, "Top-1 Acc").config)
+        assert loaded.model.encoder == "transformer_contranorm"
+        assert (loaded.model.num_layers, loaded.model.dropout) == (depth, 0.2 if depth == 24 else 0)
+        assert loaded.model.contranorm_scale == 0.01
+    assert t3.cell("DeiT-S + AttnScale (24L)", "Top-1 Acc").needs == (
+        "the AttnScale method on the 24-layer DeiT-S, not implemented"
     )
     assert t15.cell("DeiT-S + HAT (12L)", "Top-1 Acc").needs == (
         "the HAT method on the 12-layer DeiT-S, not implemented"
@@ -322,11 +376,11 @@ def test_imagenet_tables_train_table12s_recipes_and_name_what_else_they_need():
             assert cell.metric == f"test_best.{metric}"
     assert {c.row for c in t16.cells if c.runnable} == {"DeiT-S", "DeiT-S + GFSA"}
     assert "NeuTRENO method" in t16.cell("DeiT-S + NeuTRENO", "Top-1 Acc").needs
-    # Tables 17 / 18: another recipe, so nothing runs; the 16-layer and DeiT-T cells say so
+    # Tables 17 / 18: the ContraNorm setting, DeiT-T / DeiT-S with depth= (and contranorm=1)
     t17 = tables.load("gfsa.table17")
-    assert "77.32" in t17.cell("DeiT-S", "12 layers").needs
-    assert "16-layer DeiT-S" in t17.cell("DeiT-S + GFSA", "16 layers").needs
-    assert "DeiT-T model" in t17.cell("DeiT-T", "24 layers").needs
+    assert t17.cell("DeiT-S", "12 layers").config == "vision/imagenet.py:model=deit_s,depth=12"
+    assert t17.cell("DeiT-S + GFSA", "16 layers").config.endswith("depth=16,attn=gfsa,order=2")
+    assert t17.cell("DeiT-T + ContraNorm", "24 layers").config.endswith("depth=24,contranorm=1")
 
 
 def test_figure1_bars_name_the_runs_of_their_two_cells():

@@ -19,9 +19,10 @@ def test_table_loads_validates_and_every_cell_is_runnable_or_says_what_it_needs(
         assert c.paper is not None  # every cell of these tables has a printed number
     runnable = sum(c.runnable for c in t.cells)
     # Table 37: GPT-2 fine-tuning (configs/language/gpt2.py), 3 rows x 3 datasets (+ Avg);
-    # Table 25: the FLOPs of the 8 ImageNet recipes; Table 39: DeiT-S and DeiT-S + GFSA top-1
+    # Table 25: the FLOPs of the 8 ImageNet recipes; Table 39: DeiT-S and DeiT-S + GFSA top-1;
+    # Table 35: BERT-base, + GFSA, + GFSA_even on the nine GLUE columns (configs/language/glue.py)
     counts = {"gfsa.table40": 12, "gfsa.table21": 10, "gfsa.table37": 9}
-    counts |= {"gfsa.table25": 8, "gfsa.table39": 2}
+    counts |= {"gfsa.table25": 8, "gfsa.table39": 2, "gfsa.table35": 27}
     assert runnable == counts.get(key, 0)
 
 
@@ -63,15 +64,41 @@ def test_glue_timing_spot_checks_and_avg_is_the_rounded_mean():
     t29 = tables.load("gfsa.table29")
     assert t29.cell("RoBERTa-BASE + GFSA", "QQP").paper == 50.4
     assert "rounded to whole" in t29.cell("BERT-BASE", "Avg").note
-    assert "ALBERT-base encoder" in t29.cell("ALBERT-BASE", "CoLA").needs
+    assert t29.cell("ALBERT-BASE", "CoLA").needs == (
+        "GPU timing of the paper's setting, which needs the CoLA dev-set evaluation of "
+        "ALBERT-base (language/glue.py:task=cola,encoder=albert) timed on the authors' RTX A5000"
+    )
 
 
-def test_glue_wording_is_shared_between_performance_and_timing_tables():
-    glue = "the GLUE task (language domain) and a BERT-base encoder, not built yet"
-    assert tables.load("gfsa.table35").cell("BERT-BASE", "CoLA").needs == glue
-    timing = tables.load("gfsa.table36").cell("BERT-BASE", "CoLA").needs
-    assert timing == "GPU timing of the paper's setting, which needs " + glue
-    assert tables.load("gfsa.table23").cell("BERT-BASE", "RTE").needs == timing
+def test_glue_timing_cells_name_the_runs_they_time_with_one_wording():
+    """Tables 23, 29 and 36: the GLUE recipes exist (Tables 1 and 35's runs); each cell names the
+    run it times and needs the paper's GPU timing of it (no run records seconds per epoch)."""
+    t1, t35 = tables.load("gfsa.table1"), tables.load("gfsa.table35")
+    t23, t29, t36 = (tables.load(f"gfsa.table{n}") for n in (23, 29, 36))
+    head = "GPU timing of the paper's setting, which needs the "
+    gpu = " on the authors' RTX A5000"
+    rte = t1.cell("BERT-base + GFSA", "RTE").config
+    assert t23.cell("BERT-BASE + GFSA", "RTE").needs == (
+        f"{head}RTE fine-tuning of BERT-base + GFSA ({rte}) timed per training epoch{gpu}"
+    )
+    assert t36.cell("BERT-BASE + GFSA", "RTE").needs == t23.cell("BERT-BASE + GFSA", "RTE").needs
+    even = t35.cell("BERT-BASE + GFSA_even", "QQP").config
+    assert (
+        even.endswith(",even=1") and f"({even})" in t36.cell("BERT-BASE + GFSA_even", "QQP").needs
+    )
+    # one MNLI column: the task=mnli run (MNLI-m's in Table 1)
+    mnli = t1.cell("RoBERTa-base", "MNLI-m").config
+    assert f"the MNLI dev-set evaluation of RoBERTa-base ({mnli})" in (
+        t29.cell("RoBERTa-BASE", "MNLI-m/mm").needs
+    )
+    assert t23.cell("ALBERT-BASE", "Avg").needs == (
+        f"{head}row's eight GLUE fine-tunings (its other columns) timed per training epoch{gpu}"
+    )
+    for t in (t23, t29, t36):
+        for c in t.cells:
+            assert c.needs.endswith(gpu) and "not built yet" not in c.needs
+            if c.column != "Avg":
+                assert "(language/glue.py:task=" in c.needs
 
 
 def test_gpt2_tables_and_the_avg_that_does_not_add_up():
@@ -117,6 +144,26 @@ def test_glue_even_layers_tables():
         for col in t23.columns:
             assert t36.cell(row, col).paper == t23.cell(row, col).paper
     assert t36.cell("BERT-BASE + GFSA_even", "Avg").paper == 553
+
+
+def test_table35_cells_share_table1_runs_and_gfsa_even_runs_the_even_layers():
+    t1, t35 = tables.load("gfsa.table1"), tables.load("gfsa.table35")
+    same = {"BERT-BASE": "BERT-base", "BERT-BASE + GFSA": "BERT-base + GFSA"}
+    for column in t35.columns:
+        for row, row1 in same.items():  # the identical string: one run serves both tables
+            assert t35.cell(row, column).config == t1.cell(row1, column).config
+        for row in t35.rows:  # Table 1's metrics: the dev set after the last epoch
+            assert t35.cell(row, column).metric == t1.cell("BERT-base", column).metric
+            assert t35.cell(row, column).mean_of == t1.cell("BERT-base", column).mean_of
+        even = t35.cell("BERT-BASE + GFSA_even", column)
+        if column == "Avg":
+            assert even.config is None and even.mean_of
+            continue
+        assert even.config == t1.cell("BERT-base + GFSA", column).config + ",even=1"
+        e = config_lib.load(even.config + ",preset=smoke").attention
+        a = config_lib.load(t1.cell("BERT-base + GFSA", column).config + ",preset=smoke").attention
+        assert e.name == "gfsa" and e.even_layers_only and not a.even_layers_only
+        assert (e.order, e.w0) == (a.order, a.w0)
 
 
 def test_imagenet_tables():

@@ -274,8 +274,12 @@ def test_qqp_broken_rows_error_or_counted_skip(glue_tsv):
 
 def test_missing_files_and_names(glue_tsv, tmp_path):
     (glue_tsv / "MRPC/train.tsv").unlink()
-    with pytest.raises(DataError, match=r"MRPC/train\.tsv.*msr_paraphrase_train\.txt"):
+    with pytest.raises(DataError, match=r"MRPC/train\.tsv.*msr_paraphrase_train\.txt") as e:
         glue.read_tsv("mrpc", "train", glue_tsv)
+    assert "`attnbench-data fetch glue`" in str(e.value)
+    with pytest.raises(DataError, match=r"RTE/dev\.tsv: GLUE file not found") as e:
+        glue.read_tsv("rte", "validation", tmp_path)
+    assert "`attnbench-data fetch glue`" in str(e.value) and "nyu-mll/glue parquet" in str(e.value)
     with pytest.raises(DataError, match=r"MRPC/train\.tsv .*mrpc/train-00000-of-00001\.parquet"):
         glue.load("mrpc", "train", glue_tsv)
     with pytest.raises(DataError, match=r"rte/train-00000-of-00001\.parquet: GLUE parquet file "):
