@@ -33,15 +33,18 @@ code, google-research/scenic `scenic/model_lib/layers/top_attention.py`, cancels
 is omitted.) Two code paths, the same estimate:
 
   * Frozen walks (`resample=False`): their support is known at `init`, which builds it once
-    in numpy (`grf_walks.walk_support`): for every node v, the distinct start nodes i_1..i_C
+    in numpy (`grf_walks.walk_support`): for every node v, the distinct start nodes i_1..i_c
     whose live walks visit v, and where each walk slot lands among them. Dead slots (halted
     walkers, load 0) and repeated visits are gone: with the defaults a node is visited from 35
-    start nodes on average and C (the largest count over nodes and heads, to which rows are
-    padded with zero weights) is 45-53 on grids from 16x16 to 256x256 (4 heads), against
-    S = 220 walk slots per feature. Per call, the weights `w[v, c] = phi_{i_c}[v]` are one
-    scatter of the `H N n (L + 1)` scalars `load * f_t / n` (`grf_walks.support_weights`,
-    differentiable in f), and every node is a small dense block
-    (`support_masked_linear_attention`):
+    start nodes on average and at most from 45-53 on grids from 16x16 to 256x256, against
+    S = 220 walk slots per feature. The rows (head, node) are bucketed by their count c
+    (`grf_walks.support_buckets`, up to `grf_walks.SUPPORT_BUCKETS` = 4 buckets, each padded
+    with zero weights to its largest count C_b, widths chosen to minimise `sum C_b^2`; at
+    8 heads e.g. 33 / 37 / 41 / 50 on a 64 x 64 grid) instead of all padded to the largest
+    count over nodes and heads. Per call, the weights `w[v, c] = phi_{i_c}[v]` are one
+    scatter of the `H N n (L + 1)` scalars `load * f_t / n` (`grf_walks.bucket_weights`,
+    differentiable in f), and every row is a small dense block
+    (`support_masked_linear_attention` for one width):
 
         T_v = sum_c w[v, c] relu(k_{i_c}) [v_{i_c}, 1]^T          ([C, Dk]^T [C, Dv + 1])
         [num_i, den_i] += w[v, c] relu(q_i)^T T_v   for i = i_c    ([C, Dk] [Dk, Dv + 1])
@@ -49,12 +52,15 @@ is omitted.) Two code paths, the same estimate:
     or, the same sums with fewer FLOPs when C < ~Dk (the defaults), the block's C x C masked
     scores `w_c w_c' relu(q_{i_c}) . relu(k_{i_c'})` times `[v_{i_c'}, 1]`. That is
     O(N C min(C, Dk) (Dk + Dv)) time per head with gathers and scatters of token vectors only
-    (no `[Dk, Dv + 1]` state is ever scattered), `node_chunk` nodes of every batch element
-    and head (one head on CPU) per step of a `lax.scan`, with a hand-written backward (custom
-    VJP) that keeps only the inputs: memory O(N (n (L + 1) + C + Dk + Dv)) per head, forward
-    and backward. Under abstract evaluation (`jax.eval_shape`) `init` cannot build the support,
-    whose width depends on the sampled walks: it returns the walks only, and `apply` takes the
-    general path.
+    (no `[Dk, Dv + 1]` state is ever scattered; q, k and v are gathered as one concatenated
+    row), one `lax.scan` per bucket with `node_chunk` rows of every batch element per step
+    (times the heads on an accelerator), with a hand-written backward (custom VJP) that keeps
+    only the inputs: memory O(N (n (L + 1) + C + Dk + Dv)) per head, forward and backward.
+    Bucketing computes exactly the same sums; on this project's 2-core CPU it made forward +
+    backward ~1.2-1.3x faster (CPU time, B1 H8 D64, 4k tokens): the cost per row is closer to
+    linear in C (gathers and scatters) than to the C^2 of its FLOPs. Under abstract evaluation
+    (`jax.eval_shape`) `init` cannot build the support, whose widths depend on the sampled
+    walks: it returns the walks only, and `apply` takes the general path.
   * Resampled walks (`resample=True`), or frozen walks without their support: the general
     path uses the `S = n_walks * (max_walk_len + 1)` slots of each phi_i as they are, T by a
     scatter-add of `[Dk, Dv + 1]` states and `[num, den]` by a gather, `slot_chunk` slots per
@@ -199,9 +205,12 @@ def init(
       `{"f": [H, max_walk_len + 1]}` plus, for frozen walks, `{"buffers": ...}` with
       `walk_nodes` int32 and `walk_loads` float32 `[H, N_g, n_walks, max_walk_len + 1]`: the
       node each walker is at after t hops and its importance-weighted load (0 after it halts),
-      independent per head; and their support (`grf_walks.walk_support`), `walk_slots` int32
-      `[H, N_g, n_walks, max_walk_len + 1]` and `support_tokens` int32 `[H, N_g, C]` (C
-      depends on the walks; left out under abstract evaluation, e.g. `jax.eval_shape`).
+      independent per head; and their support bucketed by row width
+      (`grf_walks.support_buckets`): `walk_slots` int32 `[H, N_g, n_walks, max_walk_len + 1]`
+      and, for each bucket b, `support_rows_{b}` int32 `[R_b]` and `support_tokens_{b}` int32
+      `[R_b, C_b]` (their shapes depend on the walks; left out under abstract evaluation, e.g.
+      `jax.eval_shape`). Params holding `walk_slots` and one `support_tokens` `[H, N_g, C]`
+      (`grf_walks.walk_support`, made before the bucketing) still take the support path.
       `N_g = h * w` from `grid`, else `max_len - cls_token` (must be a square).
     """
     del head_dim, model_dim, layer_index, num_layers
@@ -250,33 +259,19 @@ def init_dense(
 # ------------------------------------------------ the O(N) path: frozen walks' node-major support
 
 
-def _support_steps(x, step):
-    """`[Bt, H, U, C]` -> `[G * S, Bt, heads, nodes, C]` for `step = (nodes, heads)`.
-
-    Scan step `g * S + s` holds nodes `[s * nodes, (s + 1) * nodes)` of heads
-    `[g * heads, (g + 1) * heads)` (U zero-padded to a multiple of `nodes`), head group by
-    head group, so that consecutive steps gather neighbouring tokens of one head group.
-    """
-    nodes, heads = step
-    bt, h, u, c = x.shape
-    x = jnp.pad(x, ((0, 0), (0, 0), (0, (-u) % nodes), (0, 0)))
-    x = x.reshape(bt, h // heads, heads, -1, nodes, c)
-    return jnp.moveaxis(x, (1, 3), (0, 1)).reshape(-1, bt, heads, nodes, c)
+def _row_steps(x, rows: int):
+    """`[Bt, R, ...]` -> `[S, Bt, rows, ...]`: `rows` consecutive rows per scan step (R
+    zero-padded to a multiple of `rows`; a padding row has weight 0 and adds nothing)."""
+    r = x.shape[1]
+    pad = [(0, 0), (0, (-r) % rows)] + [(0, 0)] * (x.ndim - 2)
+    x = jnp.pad(x, pad).reshape(x.shape[0], -1, rows, *x.shape[2:])
+    return jnp.moveaxis(x, 1, 0)
 
 
-def _support_unsteps(x, u: int, h: int):
-    """Inverse of `_support_steps` (drops the padding nodes)."""
-    _, bt, heads, nodes, c = x.shape
-    x = jnp.moveaxis(x.reshape(h // heads, -1, bt, heads, nodes, c), (0, 1), (1, 3))
-    return x.reshape(bt, h, -1, c)[:, :, :u]
-
-
-def _step_heads(x, step):
-    """The first head of every scan step of `_support_steps`, int32 `[G * S]`."""
-    nodes, heads = step
-    h, u = x.shape[1], x.shape[2]
-    per_group = -(-u // nodes)
-    return jnp.repeat(jnp.arange(0, h, heads, dtype=jnp.int32), per_group)
+def _row_unsteps(x, r: int):
+    """Inverse of `_row_steps` (drops the padding rows)."""
+    x = jnp.moveaxis(x, 0, 1)
+    return x.reshape(x.shape[0], -1, *x.shape[3:])[:, :r]
 
 
 def _quadratic_form(width: int, dk: int, dv: int) -> bool:
@@ -288,40 +283,46 @@ def _quadratic_form(width: int, dk: int, dv: int) -> bool:
     return width * (4 * dk + 3 * dv + 2) < 7 * dk * (dv + 1)
 
 
-def _scan_step(node_chunk: int, u: int, h: int) -> tuple[int, int]:
-    """`(nodes, heads)` of one scan step: `node_chunk` nodes of one head or of every head.
+def _scan_step(node_chunk: int, r: int, h: int) -> int:
+    """Support rows per scan step: `node_chunk` rows, times the heads on an accelerator.
 
-    Every step takes all batch elements. On an accelerator it takes every head: few large
-    steps (a step is a handful of kernel launches, so one head's 64 nodes per step, as the
-    scan had it, left the GPU launch bound: 8192 steps at N = 16k, B = 4, H = 8). On CPU it
-    takes one head: the gathered rows of consecutive steps are neighbouring tokens of one head
-    and stay in cache (a step over every head gathers 8x the distinct rows, ~15% slower).
-    Only the speed depends on this, never the result.
+    Every step takes all batch elements. Rows are in head-major order (`support_buckets`), so a
+    step's rows are neighbouring nodes of one head (two at a head boundary). On an accelerator
+    a step takes `node_chunk * H` rows: few large steps (a step is a handful of kernel launches,
+    so one head's 64 nodes per step left the GPU launch bound: 8192 steps at N = 16k, B = 4,
+    H = 8). On CPU it takes `node_chunk` rows: the gathered rows of consecutive steps are
+    neighbouring tokens of one head and stay in cache (a step over every head gathers 8x the
+    distinct rows, ~15% slower). Only the speed depends on this, never the result.
     """
     heads = 1 if jax.default_backend() == "cpu" else h
-    return min(node_chunk, u), heads
+    return max(1, min(node_chunk * heads, r))
 
 
-def _gather_rows(qf, kf, vf, t, w, first_head, shape):
+def _gather_rows(x, t, w, head, shape, dv: int, extra=None):
     """One scan step's support rows: token vectors gathered by flat row id, in `acc`.
 
-    qf, kf: `[B * N * H, Dk]`, vf: `[B * N * H, Dv]` (token-major, the input layout: no
-    transposes); t, w: `[Bt, heads, u, C]` token ids and weights of heads `first_head + ...`.
-    Returns the flat row ids `[B * heads * u * C]`, q, k `[R, C, Dk]`, v `[R, C, Dv]` and w
-    `[R, C]` with R = B * heads * u. The row ids are computed here, per step, so that no
-    `[B, H, U, C]` index is ever materialised.
+    x: `[B * N * H, 2 Dk + Dv (+ E)]`, `[relu(q), relu(k), v]` token-major (the input layout:
+    no transposes), optionally followed by E more columns; t, w: `[Bt, rows, C]` token ids and
+    weights; head: int `[rows]`, each row's head (explicit per row: a step may cross a head
+    boundary); `shape = (B, N, H, Dk)`. One gather of the concatenated vectors (three separate
+    gathers of q, k and v took ~2.7x as long on CPU). `extra`: another `[B * N * H, E]` array
+    to gather at the same rows.
+
+    Returns the flat row ids `[B * rows * C]`, q, k `[R, C, Dk]`, v `[R, C, Dv]`, w `[R, C]`
+    with R = B * rows, and the rows `[R, C, E]` of x's E more columns or of `extra` (or None).
+    The ids are computed here, per step, so that no `[B, rows, C]` index is ever materialised.
     """
-    b, n, h = shape
-    acc = jnp.promote_types(jnp.promote_types(qf.dtype, vf.dtype), jnp.float32)
-    batch = jnp.arange(b, dtype=t.dtype).reshape(b, 1, 1, 1)
-    head = first_head.astype(t.dtype) + jnp.arange(t.shape[1], dtype=t.dtype).reshape(1, -1, 1, 1)
-    rows = ((batch * n + t) * h + head).reshape(-1)
+    b, n, h, dk = shape
+    acc = jnp.promote_types(x.dtype, jnp.float32)
+    batch = jnp.arange(b, dtype=t.dtype).reshape(b, 1, 1)
+    ids = ((batch * n + t) * h + head.astype(t.dtype)[None, :, None]).reshape(-1)
     c = t.shape[-1]
-    qc = qf[rows].astype(acc).reshape(-1, c, qf.shape[-1])
-    kc = kf[rows].astype(acc).reshape(-1, c, kf.shape[-1])
-    vc = vf[rows].astype(acc).reshape(-1, c, vf.shape[-1])
+    xc = x[ids].astype(acc).reshape(-1, c, x.shape[-1])
+    qc, kc, vc = xc[..., :dk], xc[..., dk : 2 * dk], xc[..., 2 * dk : 2 * dk + dv]
     w = jnp.broadcast_to(w, (b, *w.shape[1:])).reshape(-1, c).astype(acc)
-    return rows, qc, kc, vc, w
+    if extra is not None:
+        return ids, qc, kc, vc, w, extra[ids].reshape(-1, c, extra.shape[-1])
+    return ids, qc, kc, vc, w, (xc[..., 2 * dk + dv :] if xc.shape[-1] > 2 * dk + dv else None)
 
 
 def _sum_c(x):
@@ -329,113 +330,119 @@ def _sum_c(x):
     return jnp.einsum("rcd,rc->rd", x, jnp.ones(x.shape[:2], x.dtype))
 
 
-def _support_forward(qf, kf, vf, tokens, weights, chunk, shape, quadratic):
-    b, n, h = shape
-    dv = vf.shape[-1]
-    acc = jnp.promote_types(jnp.promote_types(qf.dtype, vf.dtype), jnp.float32)
+def _bucket_xs(heads, tokens, weights, step):
+    """A bucket's scan inputs: tokens, weights `[S, Bt, rows, C]`, heads `[S, rows]`."""
+    rows = _row_steps(heads[None, :, None], step)[:, 0, :, 0]
+    return _row_steps(tokens, step), _row_steps(weights, step), rows
 
-    def step(z, xs):
-        rows, qc, kc, vc, w = _gather_rows(qf, kf, vf, *xs, shape)
-        if quadratic:
-            # a[r, c, c'] = w_c' q_c . k_c': the row's scores, then w_c a [v, 1].
-            a = jnp.einsum("rcd,red->rce", qc, kc) * w[:, None, :]
-            num, den = jnp.einsum("rce,red->rcd", a, vc), a.sum(axis=-1)
-        else:
-            # T = sum_c w_c k_c v_c^T and s = sum_c w_c k_c, then w_c q_c^T [T, s]. (Sums over
-            # the middle axis as products with ones: faster than reductions on CPU.)
-            kw = kc * w[..., None]
-            t_state, s_state = jnp.einsum("rcd,rce->rde", kw, vc), _sum_c(kw)
-            num = jnp.einsum("rcd,rde->rce", qc, t_state)
-            den = jnp.einsum("rcd,rd->rc", qc, s_state)
-        zc = jnp.concatenate([num, den[..., None]], axis=-1) * w[..., None]
-        return z.at[rows].add(zc.reshape(-1, dv + 1)), None
+
+def _support_forward(x, heads, tokens, weights, step, shape, quadratic):
+    b, n, h, dk = shape
+    dv = x.shape[-1] - 2 * dk
+    acc = jnp.promote_types(x.dtype, jnp.float32)
+
+    def body(quad):
+        def scan_step(z, xs):
+            ids, qc, kc, vc, w, _ = _gather_rows(x, *xs, shape, dv)
+            if quad:
+                # a[r, c, c'] = w_c' q_c . k_c': the row's scores, then w_c a [v, 1].
+                a = jnp.einsum("rcd,red->rce", qc, kc) * w[:, None, :]
+                num, den = jnp.einsum("rce,red->rcd", a, vc), a.sum(axis=-1)
+            else:
+                # T = sum_c w_c k_c v_c^T and s = sum_c w_c k_c, then w_c q_c^T [T, s]. (Sums
+                # over the middle axis as products with ones: faster than reductions on CPU.)
+                kw = kc * w[..., None]
+                t_state, s_state = jnp.einsum("rcd,rce->rde", kw, vc), _sum_c(kw)
+                num = jnp.einsum("rcd,rde->rce", qc, t_state)
+                den = jnp.einsum("rcd,rd->rc", qc, s_state)
+            zc = jnp.concatenate([num, den[..., None]], axis=-1) * w[..., None]
+            return z.at[ids].add(zc.reshape(-1, dv + 1)), None
+
+        return scan_step
 
     z = jnp.zeros((b * n * h, dv + 1), acc)
-    xs = (
-        _support_steps(tokens, chunk),
-        _support_steps(weights, chunk),
-        _step_heads(tokens, chunk),
-    )
-    return jax.lax.scan(step, z, xs)[0]
+    for hd, tk, wt, st, quad in zip(heads, tokens, weights, step, quadratic, strict=True):
+        z = jax.lax.scan(body(quad), z, _bucket_xs(hd, tk, wt, st))[0]
+    return z
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7))
-def _support_sums(qf, kf, vf, tokens, weights, chunk, shape, quadratic):
-    """`[num_j, den_j] = sum_{(u, c): tokens[u, c] = j} w[u, c] qf_j^T [T_u, s_u]`.
+@functools.partial(jax.custom_vjp, nondiff_argnums=(4, 5, 6))
+def _support_sums(x, heads, tokens, weights, step, shape, quadratic):
+    """`[num_j, den_j] = sum_{(r, c): tokens[r, c] = j} w[r, c] qf_j^T [T_r, s_r]`, per bucket.
 
-    The result is `[B * N * H, Dv + 1]` in the accumulation dtype (float32 or float64).
-    `T_u = sum_c w[u, c] kf vf^T` and `s_u = sum_c w[u, c] kf` over the row's tokens (per batch
-    element and head). `chunk = (nodes, heads)` per step of a `lax.scan` (`_scan_step`), every row
-    a small dense block: either the C x C masked scores `w w^T * (q k^T)` times `[v, 1]`
-    (`quadratic`), or the `[Dk, Dv + 1]` state. The backward pass is written out (custom VJP):
-    it keeps only the inputs, regathers each step's rows once, and scatters the row gradients
-    straight into `dq`, `dk`, `dv` (no remat of the forward's scatter, no gradient of
-    gathers through zero-initialised scatters per step).
+    `x = [qf, kf, vf]`, `[B * N * H, 2 Dk + Dv]` (token-major), `shape = (B, N, H, Dk)`. The
+    result is `[B * N * H, Dv + 1]` in the accumulation dtype (float32 or float64).
+    `heads`, `tokens`, `weights` and the static `step`, `quadratic` are tuples with one entry
+    per bucket: the rows' heads int `[R]`, their token ids and weights `[Bt, R, C]` (C per
+    bucket), the rows per scan step (`_scan_step`) and the row form. `T_r = sum_c w[r, c]
+    kf vf^T` and `s_r = sum_c w[r, c] kf` over the row's tokens (per batch element, in the
+    row's head). Every bucket is one `lax.scan`, every row a small dense block: either the
+    C x C masked scores `w w^T * (q k^T)` times `[v, 1]` (`quadratic`), or the `[Dk, Dv + 1]`
+    state. The backward pass is written out (custom VJP): it keeps only the inputs, regathers
+    each step's rows once, and scatters the row gradients straight into `dq`, `dk`, `dv` (no
+    remat of the forward's scatter, no gradient of gathers through zero-initialised scatters
+    per step).
     """
-    return _support_forward(qf, kf, vf, tokens, weights, chunk, shape, quadratic)
+    return _support_forward(x, heads, tokens, weights, step, shape, quadratic)
 
 
-def _support_sums_fwd(qf, kf, vf, tokens, weights, chunk, shape, quadratic):
-    z = _support_forward(qf, kf, vf, tokens, weights, chunk, shape, quadratic)
-    return z, (qf, kf, vf, tokens, weights)
+def _support_sums_fwd(x, heads, tokens, weights, step, shape, quadratic):
+    z = _support_forward(x, heads, tokens, weights, step, shape, quadratic)
+    return z, (x, heads, tokens, weights)
 
 
-def _support_sums_bwd(chunk, shape, quadratic, res, dz):
-    qf, kf, vf, tokens, weights = res
-    b = shape[0]
-    dk_, dv = qf.shape[-1], vf.shape[-1]
+def _support_sums_bwd(step, shape, quadratic, res, dz):
+    x, heads, tokens, weights = res
+    b, dk_ = shape[0], shape[3]
+    dv = x.shape[-1] - 2 * dk_
     acc = dz.dtype
+    # The cotangent rows are gathered with the token vectors (one gather) when the dtypes agree.
+    together = x.dtype == acc
+    xz = jnp.concatenate([x, dz], axis=-1) if together else x
 
-    def step(carry, xs):
-        dq, dk, dvv = carry
-        t, w_step, first_head = xs
-        rows, qc, kc, vc, w = _gather_rows(qf, kf, vf, t, w_step, first_head, shape)
-        dzc = dz[rows].reshape(*w.shape, dv + 1)
-        dnum, dden = dzc[..., :dv], dzc[..., dv]
-        if quadratic:
-            scores = jnp.einsum("rcd,red->rce", qc, kc)
-            ww = w[:, :, None] * w[:, None, :]
-            da = jnp.einsum("rcd,red->rce", dnum, vc) + dden[:, :, None]  # d(masked scores)
-            dvc = jnp.einsum("rce,rcd->red", scores * ww, dnum)
-            dsw = da * scores
-            dw = jnp.einsum("rce,re->rc", dsw, w) + jnp.einsum("rec,re->rc", dsw, w)
-            da = da * ww
-            dqc = jnp.einsum("rce,red->rcd", da, kc)
-            dkc = jnp.einsum("rce,rcd->red", da, qc)
-        else:
-            kw = kc * w[..., None]
-            t_state, s_state = jnp.einsum("rcd,rce->rde", kw, vc), _sum_c(kw)
-            # g = d(out) / d(q_c) before the weight w_c
-            g = jnp.einsum("rce,rde->rcd", dnum, t_state) + dden[..., None] * s_state[:, None]
-            dw = jnp.sum(qc * g, axis=-1)
-            dqc = g * w[..., None]
-            dt_state = jnp.einsum("rcd,rce->rde", qc, dnum * w[..., None])
-            ds_state = jnp.einsum("rcd,rc->rd", qc, dden * w)
-            dkw = jnp.einsum("rce,rde->rcd", vc, dt_state) + ds_state[:, None]
-            dvc = jnp.einsum("rcd,rde->rce", kw, dt_state)
-            dw = dw + jnp.sum(kc * dkw, axis=-1)
-            dkc = dkw * w[..., None]
-        dw = dw.reshape(b, *t.shape[1:])
-        if t.shape[0] != b:  # shared by the batch
-            dw = dw.sum(axis=0, keepdims=True)
-        dq = dq.at[rows].add(dqc.reshape(-1, dk_))
-        dk = dk.at[rows].add(dkc.reshape(-1, dk_))
-        dvv = dvv.at[rows].add(dvc.reshape(-1, dv))
-        return (dq, dk, dvv), dw
+    def body(quad):
+        def scan_step(carry, xs):
+            t = xs[0]
+            ids, qc, kc, vc, w, dzc = _gather_rows(xz, *xs, shape, dv, None if together else dz)
+            dnum, dden = dzc[..., :dv], dzc[..., dv]
+            if quad:
+                scores = jnp.einsum("rcd,red->rce", qc, kc)
+                ww = w[:, :, None] * w[:, None, :]
+                da = jnp.einsum("rcd,red->rce", dnum, vc) + dden[:, :, None]  # d(masked scores)
+                dvc = jnp.einsum("rce,rcd->red", scores * ww, dnum)
+                dsw = da * scores
+                dw = jnp.einsum("rce,re->rc", dsw, w) + jnp.einsum("rec,re->rc", dsw, w)
+                da = da * ww
+                dqc = jnp.einsum("rce,red->rcd", da, kc)
+                dkc = jnp.einsum("rce,rcd->red", da, qc)
+            else:
+                kw = kc * w[..., None]
+                t_state, s_state = jnp.einsum("rcd,rce->rde", kw, vc), _sum_c(kw)
+                # g = d(out) / d(q_c) before the weight w_c
+                g = jnp.einsum("rce,rde->rcd", dnum, t_state) + dden[..., None] * s_state[:, None]
+                dw = jnp.sum(qc * g, axis=-1)
+                dqc = g * w[..., None]
+                dt_state = jnp.einsum("rcd,rce->rde", qc, dnum * w[..., None])
+                ds_state = jnp.einsum("rcd,rc->rd", qc, dden * w)
+                dkw = jnp.einsum("rce,rde->rcd", vc, dt_state) + ds_state[:, None]
+                dvc = jnp.einsum("rcd,rde->rce", kw, dt_state)
+                dw = dw + jnp.sum(kc * dkw, axis=-1)
+                dkc = dkw * w[..., None]
+            dw = dw.reshape(b, *t.shape[1:])
+            if t.shape[0] != b:  # shared by the batch
+                dw = dw.sum(axis=0, keepdims=True)
+            dxc = jnp.concatenate([dqc, dkc, dvc], axis=-1)  # one scatter, as the one gather
+            return carry.at[ids].add(dxc.reshape(-1, 2 * dk_ + dv)), dw
 
-    init = (
-        jnp.zeros(qf.shape, acc),
-        jnp.zeros(kf.shape, acc),
-        jnp.zeros(vf.shape, acc),
-    )
-    xs = (
-        _support_steps(tokens, chunk),
-        _support_steps(weights, chunk),
-        _step_heads(tokens, chunk),
-    )
-    (dq, dk, dvv), dw = jax.lax.scan(step, init, xs)
-    dw = _support_unsteps(dw, weights.shape[2], weights.shape[1]).astype(weights.dtype)
-    return dq.astype(qf.dtype), dk.astype(kf.dtype), dvv.astype(vf.dtype), None, dw
+        return scan_step
+
+    carry = jnp.zeros(x.shape, acc)
+    dweights = []
+    for hd, tk, wt, st, quad in zip(heads, tokens, weights, step, quadratic, strict=True):
+        carry, dw = jax.lax.scan(body(quad), carry, _bucket_xs(hd, tk, wt, st))
+        dweights.append(_row_unsteps(dw, wt.shape[1]).astype(wt.dtype))
+    none = tuple(None for _ in heads)
+    return carry.astype(x.dtype), none, none, tuple(dweights)
 
 
 _support_sums.defvjp(_support_sums_fwd, _support_sums_bwd)
@@ -449,13 +456,19 @@ _support_sums.defvjp(_support_sums_fwd, _support_sums_bwd)
 DENSE_MAX_TOKENS = 128
 
 
-def _support_dense(q, k, v, tokens, weights, key_valid, cls_token: bool):
-    """The support sums as one dense mask: `Phi[u, i] = sum_c w[u, c] [tokens[u, c] = i]`,
-    `M = Phi^T Phi` (the CLS row and column 1), then `(relu(q) relu(k)^T * M) [v, 1]`."""
+def _support_dense(q, k, v, rows, tokens, weights, u: int, key_valid, cls_token: bool):
+    """The support sums as one dense mask: `Phi[h, x, i] = sum_c w[r, c] [tokens[r, c] = i]`
+    for the row `r = h * u + x` of every bucket, `M = Phi^T Phi` (the CLS row and column 1),
+    then `(relu(q) relu(k)^T * M) [v, 1]`."""
     acc = jnp.promote_types(jnp.promote_types(q.dtype, v.dtype), jnp.float32)
     b, n, h, _ = q.shape
-    onehot = jax.nn.one_hot(tokens, n, dtype=acc)  # [Bt, H, U, C, N]
-    phi = jnp.einsum("bhuc,bhucn->bhun", weights.astype(acc), onehot)
+    bt = max(t.shape[0] for t in tokens)
+    phi = jnp.zeros((bt, h * u, n), acc)
+    for rw, tk, wt in zip(rows, tokens, weights, strict=True):
+        onehot = jax.nn.one_hot(tk, n, dtype=acc)  # [Bt, R, C, N]
+        contrib = jnp.einsum("brc,brcn->brn", wt.astype(acc), onehot)
+        phi = phi.at[:, rw].add(contrib)
+    phi = phi.reshape(bt, h, u, n)
     mask = jnp.einsum("bhun,bhum->bhnm", phi, phi)
     if cls_token:
         mask = mask.at[..., 0, :].set(1.0).at[..., :, 0].set(1.0)
@@ -464,6 +477,57 @@ def _support_dense(q, k, v, tokens, weights, key_valid, cls_token: bool):
     scores = jnp.einsum("bnhd,bmhd->bhnm", qr, kr.astype(acc)) * mask
     num = jnp.einsum("bhnm,bmhe->bnhe", scores, v.astype(acc))
     den = jnp.moveaxis(scores.sum(-1), 1, 2)[..., None]  # [B, N, H, 1]
+    nonzero = den != 0
+    out = jnp.where(nonzero, num / jnp.where(nonzero, den, 1.0), 0.0)
+    if key_valid is not None:
+        out = out * key_valid[:, :, None, None].astype(out.dtype)
+    return out.astype(v.dtype)
+
+
+def _bucketed_attention(
+    q, k, v, rows, tokens, weights, u: int, key_valid, cls_token, node_chunk, quadratic, dense
+):
+    """`support_masked_linear_attention` on support rows in buckets: tuples `rows` (int `[R_b]`,
+    flat row ids `h * u + x`), `tokens` and `weights` (`[Bt, R_b, C_b]`), one entry per bucket;
+    every other argument as there (`quadratic` None picks the form per bucket)."""
+    acc = jnp.promote_types(jnp.promote_types(q.dtype, v.dtype), jnp.float32)
+    b, n, h, dk = q.shape
+    dv = v.shape[-1]
+    rows = tuple(jnp.asarray(r) for r in rows)
+    tokens = tuple(jnp.asarray(t) for t in tokens)
+    weights = tuple(jnp.asarray(w).astype(acc) for w in weights)
+    if cls_token:
+        # CLS is outside the graph: its mask entries are added exactly below.
+        weights = tuple(jnp.where(t == 0, 0.0, w) for t, w in zip(tokens, weights, strict=True))
+    if dense or (dense is None and n <= DENSE_MAX_TOKENS):
+        return _support_dense(q, k, v, rows, tokens, weights, u, key_valid, cls_token)
+    # ReLU and padding in the input dtype before the gathers (exact; for bfloat16 inputs the
+    # gathers move half the bytes); the sums are in `acc`.
+    qr = jax.nn.relu(q)
+    kr = jax.nn.relu(k if key_valid is None else jnp.where(key_valid[..., None, None], k, 0))
+    forms = tuple(
+        _quadratic_form(t.shape[-1], dk, dv) if quadratic is None else bool(quadratic)
+        for t in tokens
+    )
+    dtype = jnp.promote_types(q.dtype, v.dtype)
+    x = jnp.concatenate([qr.astype(dtype), kr.astype(dtype), v.astype(dtype)], axis=-1)
+    z = _support_sums(
+        x.reshape(-1, 2 * dk + dv),
+        tuple((r // u).astype(jnp.int32) for r in rows),
+        tokens,
+        weights,
+        tuple(_scan_step(node_chunk, t.shape[1], h) for t in tokens),
+        (b, n, h, dk),
+        forms,
+    ).reshape(b, n, h, dv + 1)
+    if cls_token:
+        qf, kf = qr.astype(acc), kr.astype(acc)
+        ve = jnp.concatenate([v.astype(acc), jnp.ones((b, n, h, 1), acc)], axis=-1)
+        to_cls = jnp.einsum("bnhd,bhd->bnh", qf[:, 1:], kf[:, 0])
+        z = z.at[:, 1:].add(to_cls[..., None] * ve[:, :1])
+        from_cls = jnp.einsum("bhd,bnhd->bnh", qf[:, 0], kf)
+        z = z.at[:, 0].set(jnp.einsum("bnh,bnhe->bhe", from_cls, ve))
+    num, den = z[..., :-1], z[..., -1:]
     nonzero = den != 0
     out = jnp.where(nonzero, num / jnp.where(nonzero, den, 1.0), 0.0)
     if key_valid is not None:
@@ -498,6 +562,8 @@ def support_masked_linear_attention(
     `w_c w_c' relu(q_c) . relu(k_c')` times `[v_c', 1]` (when C is below ~Dk, as with the
     defaults) or a `[C, Dk]^T [C, Dv + 1]` state and a `[C, Dk] [Dk, Dv + 1]` product; only
     token vectors are gathered (in the input dtype, from the input layout) and scattered.
+    All rows here have the same width C (one bucket); `grf`'s frozen walks use the same sums
+    on rows bucketed by width (`grf_walks.support_buckets`).
 
     Args:
       q, k: `[B, N, H, Dk]`; v: `[B, N, H, Dv]`.
@@ -506,8 +572,8 @@ def support_masked_linear_attention(
       key_valid: optional boolean `[B, N]`; invalid tokens neither attend nor are attended
         (their outputs are zero).
       cls_token: token 0 has mask 1 to and from every token; its features are ignored.
-      node_chunk: support nodes per scan step (a speed knob, `_scan_step`): of every batch
-        element and head on an accelerator, of every batch element and one head on CPU.
+      node_chunk: support rows per scan step (a speed knob, `_scan_step`): times the heads on
+        an accelerator.
       quadratic: force the C x C (True) or the `[Dk, Dv + 1]` state (False) form of the rows;
         None picks the one with fewer FLOPs. Both compute the same sums.
       dense: form the N x N mask estimate explicitly (True) or never (False); None does so up
@@ -516,47 +582,24 @@ def support_masked_linear_attention(
     Returns:
       `[B, N, H, Dv]` in the dtype of v; rows with a zero denominator are zero.
     """
-    acc = jnp.promote_types(jnp.promote_types(q.dtype, v.dtype), jnp.float32)
-    b, n, h, dk = q.shape
-    dv = v.shape[-1]
-    tokens = jnp.asarray(tokens)
-    weights = jnp.asarray(weights).astype(acc)
-    if cls_token:
-        # CLS is outside the graph: its mask entries are added exactly below.
-        weights = jnp.where(tokens == 0, 0.0, weights)
+    tokens, weights = jnp.asarray(tokens), jnp.asarray(weights)
     if tokens.ndim == 3:
         tokens, weights = tokens[None], weights[None]
-    if dense or (dense is None and q.shape[1] <= DENSE_MAX_TOKENS):
-        return _support_dense(q, k, v, tokens, weights, key_valid, cls_token)
-    # ReLU and padding in the input dtype before the gathers (exact; for bfloat16 inputs the
-    # gathers move half the bytes); the sums are in `acc`.
-    qr = jax.nn.relu(q)
-    kr = jax.nn.relu(k if key_valid is None else jnp.where(key_valid[..., None, None], k, 0))
-    if quadratic is None:
-        quadratic = _quadratic_form(tokens.shape[-1], dk, dv)
-    z = _support_sums(
-        qr.reshape(-1, dk),
-        kr.reshape(-1, dk),
-        v.reshape(-1, dv),
-        tokens,
-        weights,
-        _scan_step(node_chunk, tokens.shape[2], h),
-        (b, n, h),
-        bool(quadratic),
-    ).reshape(b, n, h, dv + 1)
-    if cls_token:
-        qf, kf = qr.astype(acc), kr.astype(acc)
-        ve = jnp.concatenate([v.astype(acc), jnp.ones((b, n, h, 1), acc)], axis=-1)
-        to_cls = jnp.einsum("bnhd,bhd->bnh", qf[:, 1:], kf[:, 0])
-        z = z.at[:, 1:].add(to_cls[..., None] * ve[:, :1])
-        from_cls = jnp.einsum("bhd,bnhd->bnh", qf[:, 0], kf)
-        z = z.at[:, 0].set(jnp.einsum("bnh,bnhe->bhe", from_cls, ve))
-    num, den = z[..., :-1], z[..., -1:]
-    nonzero = den != 0
-    out = jnp.where(nonzero, num / jnp.where(nonzero, den, 1.0), 0.0)
-    if key_valid is not None:
-        out = out * key_valid[:, :, None, None].astype(out.dtype)
-    return out.astype(v.dtype)
+    bt, h, u, c = tokens.shape
+    return _bucketed_attention(
+        q,
+        k,
+        v,
+        (jnp.arange(h * u, dtype=jnp.int32),),
+        (tokens.reshape(bt, h * u, c),),
+        (weights.reshape(bt, h * u, c),),
+        u,
+        key_valid,
+        cls_token,
+        node_chunk,
+        quadratic,
+        dense,
+    )
 
 
 # ------------------------------------------------------------------ the general O(N) path
@@ -756,7 +799,7 @@ def _apply_jit(
             )
         grf_walks._grid_neighbors("grf", grid, n_nodes)  # validates the grid against N
         loads = jnp.asarray(loads).astype(acc)
-        if "walk_slots" in buffers and "support_tokens" in buffers:
+        if _support_layout(buffers) is not None:
             return _frozen_support_attention(
                 buffers, q, k, v, loads, f, key_valid, walk_shape, cls_token, node_chunk
             )
@@ -766,33 +809,81 @@ def _apply_jit(
     )
 
 
+def _support_layout(buffers):
+    """The frozen walks' support in `buffers`: `"buckets"` (`support_rows_{b}` and
+    `support_tokens_{b}`, from `grf_walks.support_buckets`), `"single"` (one `support_tokens`
+    `[H, N_g, C]`, from `grf_walks.walk_support`: params made before the rows were bucketed) or
+    None (the walks only, e.g. params from `jax.eval_shape(init)`: the general path)."""
+    if "walk_slots" not in buffers:
+        return None
+    if "support_rows_0" in buffers:
+        return "buckets"
+    if "support_tokens" in buffers:
+        return "single"
+    return None
+
+
 def _frozen_support_attention(
-    buffers, q, k, v, loads, f, key_valid, walk_shape, cls_token, node_chunk
+    buffers, q, k, v, loads, f, key_valid, walk_shape, cls_token, node_chunk, dense=None
 ):
-    slots, tokens = jnp.asarray(buffers["walk_slots"]), jnp.asarray(buffers["support_tokens"])
+    """The frozen walks' support path from `buffers` (`_support_layout`); `dense` as in
+    `support_masked_linear_attention` (tests force the scan at small N with False)."""
+    slots = jnp.asarray(buffers["walk_slots"])
     h, n_nodes = walk_shape[:2]
+    if _support_layout(buffers) == "single":
+        tokens = [jnp.asarray(buffers["support_tokens"])]
+        expected = f"[{h}, {n_nodes}, C]"
+        ok = tokens[0].ndim == 3 and tuple(tokens[0].shape[:2]) == (h, n_nodes)
+        rows = [jnp.arange(h * n_nodes, dtype=jnp.int32)]
+    else:
+        n_buckets = 0
+        while f"support_rows_{n_buckets}" in buffers:
+            n_buckets += 1
+        rows = [jnp.asarray(buffers[f"support_rows_{b}"]) for b in range(n_buckets)]
+        tokens = [
+            jnp.asarray(buffers.get(f"support_tokens_{b}", rows[b])) for b in range(n_buckets)
+        ]
+        expected = "support_rows_b [R_b] and support_tokens_b [R_b, C_b]"
+        ok = all(
+            r.ndim == 1
+            and t.ndim == 2
+            and t.shape[0] == r.shape[0]
+            and jnp.issubdtype(r.dtype, jnp.integer)
+            for r, t in zip(rows, tokens, strict=True)
+        )
     if (
-        tuple(slots.shape) != walk_shape
-        or tokens.ndim != 3
-        or tuple(tokens.shape[:2]) != (h, n_nodes)
+        not ok
+        or tuple(slots.shape) != walk_shape
         or not jnp.issubdtype(slots.dtype, jnp.integer)
-        or not jnp.issubdtype(tokens.dtype, jnp.integer)
+        or not all(jnp.issubdtype(t.dtype, jnp.integer) for t in tokens)
     ):
         raise ValueError(
             f"grf: the frozen walks' support has walk_slots {tuple(slots.shape)} and "
-            f"support_tokens {tuple(tokens.shape)}, expected integer {walk_shape} and "
-            f"[{h}, {n_nodes}, C]: create params with this mechanism's init"
+            f"support tokens {[tuple(t.shape) for t in tokens]}, expected integer {walk_shape} "
+            f"and {expected}: create params with this mechanism's init"
         )
-    weights = grf_walks.support_weights(slots, loads, f, tokens.shape[-1])
-    return support_masked_linear_attention(
+    if _support_layout(buffers) == "single":
+        c = tokens[0].shape[-1]
+        weights = [grf_walks.support_weights(slots, loads, f, c).reshape(1, h * n_nodes, c)]
+        tokens = [tokens[0].reshape(1, h * n_nodes, c)]
+    else:
+        weights = [
+            w[None] for w in grf_walks.bucket_weights(slots, loads, f, [t.shape for t in tokens])
+        ]
+        tokens = [t[None] for t in tokens]
+    return _bucketed_attention(
         q,
         k,
         v,
-        tokens + int(cls_token),
-        weights,
-        key_valid=key_valid,
-        cls_token=cls_token,
-        node_chunk=node_chunk,
+        tuple(rows),
+        tuple(t + int(cls_token) for t in tokens),
+        tuple(weights),
+        n_nodes,
+        key_valid,
+        cls_token,
+        node_chunk,
+        None,
+        dense,
     )
 
 
@@ -835,8 +926,8 @@ def apply(
       cls_token: token 0 is a CLS token with mask 1 to and from everything.
       slot_chunk: feature slots per scan step of the general path (resampled walks; a
         memory/speed knob only).
-      node_chunk: support nodes per scan step of the frozen-walk path (a speed knob only), of
-        every batch element and head on an accelerator, of one head on CPU.
+      node_chunk: support rows (head, node) per scan step of the frozen-walk path, of every
+        batch element (a speed knob only; times the heads on an accelerator, `_scan_step`).
       coords: `[B, N_g, C]` point coordinates (graph="knn").
       adjacency: int `[B, N_g, K]` or `[N_g, K]` neighbour list with ids in [0, N_g), -1 = empty
         (graph="input").
@@ -987,9 +1078,11 @@ def flops(c: cost.Call, hp) -> tuple[float, float]:
     # 2 + 2 FLOPs per (token, slot, dk, dv + 1) entry: 4·n·S·h·dk·(dv + 1); slots are padded to
     # a multiple of `slot_chunk`. This is the general path (resampled walks, and models built
     # abstractly). Frozen walks built concretely take the node-major support path instead, about
-    # 2·n·C·h·min(C (dk + dv + 1), 2·dk·(dv + 1)) with C the most start nodes visiting one node
-    # (45-53 on grids at the defaults, against S = 220): C is known only after the walks are
-    # sampled, so for those models this count is an upper bound, about 5-6x the work done. Up
+    # 2·n·h·mean_rows(C_b·min(C_b (dk + dv + 1), 2·dk·(dv + 1))) with C_b a row's bucket width
+    # (`grf_walks.support_buckets`; the start nodes visiting one node, 35 on average and 45-53
+    # at most on grids at the defaults, against S = 220): the widths are known only after the
+    # walks are sampled, so for those models this count is an upper bound, about 10x the
+    # work done. Up
     # to DENSE_MAX_TOKENS tokens they form the N x N estimate explicitly, about
     # 2·h·n²·(n + dk + dv + 1) (the estimate Phi^T Phi is n³ per head), also below this count.
     e = c.dv + 1

@@ -1,4 +1,5 @@
-"""Dense softmax attention with one dispatch: XLA, cuDNN's fused kernel or a Pallas kernel.
+"""Dense softmax attention with one dispatch: XLA, the blocked CPU path, cuDNN's fused kernel or
+a Pallas kernel.
 
     out = kernels.dot_product_attention(q, k, v, mask=mask, bias=bias, implementation="auto")
 
@@ -10,7 +11,17 @@ are zeroed after the call, from the mask).
 
 Kernels (`implementation`):
   * `"xla"`: two einsums; logits and softmax in float32 (float64 for float64 inputs), masked
-    pairs get probability 0, attention dropout. The exact path, and the only one on CPU.
+    pairs get probability 0, attention dropout. The exact path (bit for bit what the earlier
+    releases computed), and what `auto` runs on CPU below `CHUNKED_FROM` tokens.
+  * `"chunked"`: `attention.chunked` (the `softmax_chunked` mechanism's computation): blocks of
+    256 x 256 scores with a streaming log-sum-exp forward and a FlashAttention-2 backward that
+    recomputes each block. The same masks and bias as xla, O(N + M) memory, equal to xla up to
+    float rounding; attention dropout per block (the same distribution as xla's, other random
+    bits). Runs on any backend. `auto` takes it on CPU when N and M are both at least
+    `CHUNKED_FROM` and there is no attention dropout (so a training run with dropout draws the
+    same bits as before): there it is faster than XLA's code for the whole `[B, H, N, M]` array
+    (measured on a 2-core AMD EPYC at B1 H8 D64 float32, forward + backward, `softmax` against
+    `softmax_chunked`: 1k 59 / 42 ms, 4k 801 / 555 ms; `results/bench/dense_cpu.md`).
   * `"cudnn"`: `jax.nn.dot_product_attention(..., implementation="cudnn")`. Needs a CUDA GPU,
     one dtype for q/k/v in {bfloat16, float16}, Dk == Dv (jax.nn's contract), a head dim that
     is a multiple of 8 and at most 128 (256 on compute capability >= 9.0), even N and M when a
@@ -30,7 +41,8 @@ Kernels (`implementation`):
     channel is dropped from the output. It costs one head channel (the kernel pads the head
     dim to a power of two anyway).
   * `"auto"` (the default): the fused kernel of the backend when it can take the inputs (GPU:
-    cudnn, TPU: pallas), else xla. An explicit `"cudnn"` or `"pallas"` that cannot take them
+    cudnn, TPU: pallas); on CPU chunked from `CHUNKED_FROM` tokens without dropout; else xla.
+    An explicit `"cudnn"` or `"pallas"` that cannot take them
     raises ValueError saying why (a user error).
 
 The decision is made at trace time and is inspectable:
@@ -83,7 +95,10 @@ __all__ = [
     "summary",
 ]
 
-IMPLEMENTATIONS = ("auto", "xla", "cudnn", "pallas")
+IMPLEMENTATIONS = ("auto", "xla", "chunked", "cudnn", "pallas")
+# `auto` on CPU runs `chunked` when N and M are both at least this (and no dropout): the
+# crossover measured on 2 cores at B1 H8 D64 is below 1024 tokens (module docstring).
+CHUNKED_FROM = 1024
 _FUSED = {"gpu": "cudnn", "tpu": "pallas"}  # what `auto` tries on each backend
 _GPU_NAMES = ("gpu", "cuda", "rocm")
 _TPU_SEQ_BLOCK = 128  # key block of the TPU kernel (its MIN_BLOCK_SIZE and lane count)
@@ -131,7 +146,7 @@ class Decision:
     Attributes:
       site: who asked (a mechanism name, or "attention").
       requested: the `implementation` asked for.
-      kernel: the kernel that runs: "xla" | "cudnn" | "pallas".
+      kernel: the kernel that runs: "xla" | "chunked" | "cudnn" | "pallas".
       reason: one line saying why.
       backend: the backend name the decision was made for.
       shapes: `(B, N, M, H, Dk, Dv)` of the call.
@@ -305,7 +320,7 @@ def choose(
     A pure function of the backend name, shapes and dtypes; nothing is computed or recorded.
 
     Args:
-      implementation: "auto" | "xla" | "cudnn" | "pallas".
+      implementation: "auto" | "xla" | "chunked" | "cudnn" | "pallas".
       backend: "cpu" | "gpu" (= "cuda") | "rocm" | "tpu" (any other name: xla only).
       q, k, v: arrays or anything with `.shape` and `.dtype` (`jax.ShapeDtypeStruct`), in the
         `[B, N|M, H, D]` layout.
@@ -321,14 +336,17 @@ def choose(
     """
     check_implementation(implementation)
     backend = "gpu" if backend == "cuda" else str(backend).lower()
-    if implementation == "xla":
-        return "xla", "requested"
+    if implementation in ("xla", "chunked"):
+        return implementation, "requested"
     shapes = (_shape(q), _shape(k), _shape(v))
     dtypes = (_dtype(q), _dtype(k), _dtype(v))
     mask, bias = _shape(mask), _shape(bias)
     if implementation == "auto":
         fused = _FUSED.get(backend)
         if fused is None:
+            n, m = shapes[0][1], shapes[1][1]
+            if backend == "cpu" and not dropout and min(n, m) >= CHUNKED_FROM:
+                return "chunked", f"auto: blocked softmax for N, M >= {CHUNKED_FROM} on cpu"
             return "xla", f"auto: no fused attention kernel is chosen on {backend}"
         why = _problems(fused, backend, shapes, dtypes, mask, bias, dropout, compute_capability)
         if why is None:
@@ -602,8 +620,9 @@ def run(
     backend: str | None = None,
     interpret: bool = False,
 ):
-    """Runs `kernel` ("xla" | "cudnn" | "pallas", as `select` returned it) without deciding
-    or recording. Arguments as `dot_product_attention`; fused kernels take no dropout."""
+    """Runs `kernel` ("xla" | "chunked" | "cudnn" | "pallas", as `select` returned it) without
+    deciding or recording. Arguments as `dot_product_attention`; fused kernels take no
+    dropout."""
     check_qkv(q, k, v)
     b, n, h, dk = q.shape
     m = k.shape[1]
@@ -621,8 +640,25 @@ def run(
             dropout_rate=dropout_rate,
             dropout_key=dropout_key,
         )
+    if kernel == "chunked":
+        if dropout_rate > 0.0 and dropout_key is None:
+            raise ValueError("attention dropout (dropout_rate > 0) needs `dropout_key`")
+        from attention import chunked  # imports attention.softmax, which imports this module
+
+        return chunked.apply(
+            {},
+            q,
+            k,
+            v,
+            mask=mask,
+            bias=bias,
+            scale=scale,
+            key=dropout_key,
+            train=dropout_rate > 0.0,
+            dropout_rate=dropout_rate,
+        )
     if dropout_rate > 0.0:
-        raise ValueError(f"kernel {kernel!r} has no attention dropout; use 'xla'")
+        raise ValueError(f"kernel {kernel!r} has no attention dropout; use 'xla' or 'chunked'")
     mask4 = compact_mask(mask, b, h, n, m)
     if kernel == "cudnn":
         out = _cudnn(q, k, v, bias=bias, mask4=mask4, scale=scale)
@@ -635,7 +671,7 @@ def run(
                 raise ValueError("the GPU Pallas kernel takes no bias")
             out = _pallas_gpu(q, k, v, mask4=mask4, scale=scale, interpret=interpret)
     else:
-        raise ValueError(f"unknown kernel {kernel!r}; known: xla, cudnn, pallas")
+        raise ValueError(f"unknown kernel {kernel!r}; known: xla, chunked, cudnn, pallas")
     return _zero_empty_rows(out, mask4).astype(v.dtype)
 
 
@@ -661,8 +697,9 @@ def dot_product_attention(
       bias: optional additive logit bias broadcastable to `[B, H, N, M]`.
       mask: boolean, broadcastable to `[B, H, N, M]`, or key padding `[B, M]`; True = attend.
       scale: logit scale; default `Dk ** -0.5`.
-      implementation: "auto" | "xla" | "cudnn" | "pallas".
-      dropout_rate: attention dropout on the probabilities (pass 0 at evaluation); forces xla.
+      implementation: "auto" | "xla" | "chunked" | "cudnn" | "pallas".
+      dropout_rate: attention dropout on the probabilities (pass 0 at evaluation); `auto` then
+        takes xla.
       dropout_key: PRNG key for the dropout (needed when `dropout_rate > 0`).
       site: the caller's name in `record()`'s decisions.
       backend: decide (and run Pallas) for this backend instead of the running one; with

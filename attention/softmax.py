@@ -5,9 +5,11 @@
 Masked pairs get probability zero; a query whose every key is masked returns zeros (not NaN, not
 the uniform average a large-negative fill would give).
 
-The hyper-parameter `implementation` ("auto" | "xla" | "cudnn" | "pallas") picks the kernel
-(`attention.kernels`): "auto" takes the backend's fused kernel when it can take the inputs
-(cuDNN on GPU, Pallas flash attention on TPU) and the exact XLA path otherwise (always on CPU).
+The hyper-parameter `implementation` ("auto" | "xla" | "chunked" | "cudnn" | "pallas") picks
+the kernel (`attention.kernels`): "auto" takes the backend's fused kernel when it can take the
+inputs (cuDNN on GPU, Pallas flash attention on TPU), on CPU the blocked `chunked` path from
+`kernels.CHUNKED_FROM` (1024) tokens without attention dropout, and the exact XLA path
+otherwise.
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ def apply(
       bias: optional additive logit bias broadcastable to `[B, H, N, M]` (e.g. Graphormer's).
       dropout_rate: dropout on the attention probabilities during training.
       scale: logit scale; default `Dk ** -0.5`.
-      implementation: "auto" | "xla" | "cudnn" | "pallas" (`attention.kernels`); attention
-        dropout in training runs on "xla" ("auto" falls back to it).
+      implementation: "auto" | "xla" | "chunked" | "cudnn" | "pallas" (`attention.kernels`);
+        attention dropout in training runs on "xla" or "chunked" ("auto" falls back to xla).
 
     Returns:
       `[B, N, H, Dv]` in the dtype of `v`. On the xla kernel, logits and softmax are computed

@@ -526,7 +526,7 @@ def apply(
         The paper averages the *model's* probabilities over S stochastic forward passes; that
         is an evaluator doing S model passes with `subsample=True` and distinct keys.
       ensemble_samples: S for `eval_mode="ensemble"` (paper: 50).
-      implementation: the softmax kernel, "auto" | "xla" | "cudnn" | "pallas"
+      implementation: the softmax kernel, "auto" | "xla" | "chunked" | "cudnn" | "pallas"
         (`attention.kernels`), for dense attention and for the sampled windows (folded into
         the batch); attention dropout in training runs on "xla" ("auto" falls back to it).
 

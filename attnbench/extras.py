@@ -24,6 +24,7 @@ EXTRAS = {
     "datasets": ("hf", "datasets"),
     "pyarrow": ("hf", "pyarrow"),
     "sentencepiece": ("hf", "sentencepiece"),
+    "torch": ("torch-baseline", "PyTorch"),
 }
 
 

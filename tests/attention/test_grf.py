@@ -232,9 +232,12 @@ def test_no_quadratic_intermediate_in_forward_and_backward(resample):
         # flattened N x N array would fail; the features hold N * walks * steps nonzeros per head
         assert largest <= 2 * n * chunk * 4 * 5 < n * n
     else:
-        # largest: the walks themselves (H * N * walks * steps scalars); the node blocks of a
-        # scan step and the support ([H, N, C], C < walks * steps here) are smaller
-        assert largest <= 2 * n * walks * steps < n * n
+        # largest: the walks themselves (H * N * walks * steps scalars) or one scan step's
+        # gathered rows, B * node_chunk * C * (2 Dk + Dv + Dv + 1) ([q, k, v] and the output's
+        # cotangent, one gather in the backward; independent of N); the support (C < walks *
+        # steps here) is smaller
+        step_rows = 64 * walks * steps * (2 * 4 + 4 + 4 + 1)
+        assert largest <= max(2 * n * walks * steps, step_rows) and step_rows < n * n
     assert max(int(np.prod(s)) for s in shapes if len(s) == 4) >= 2 * n * walks * steps
     # the detector does see the dense baseline's N x N mask
     dense = [
@@ -251,7 +254,7 @@ def test_walk_support_lists_each_live_start_node_once_per_visited_node():
     params = attention.get("grf", **hp).init(jax.random.key(3), num_heads=2, head_dim=3)
     buf = jax.tree.map(np.asarray, params["buffers"])
     nodes, loads = buf["walk_nodes"], buf["walk_loads"]
-    slots, tokens = buf["walk_slots"], buf["support_tokens"]
+    slots, tokens = grf_walks.walk_support(nodes, loads)  # init buckets them: test_grf_buckets
     heads, n, walks, steps = nodes.shape
     width = tokens.shape[-1]
     assert slots.shape == nodes.shape and tokens.shape[:2] == (heads, n)
@@ -281,6 +284,9 @@ def test_support_features_are_the_walk_features():
     hp = {**SMALL, "grid": (4, 4), "max_walk_len": 5, "p_halt": 0.15}
     params = attention.get("grf", **hp).init(jax.random.key(3), num_heads=2, head_dim=3)
     buf = jax.tree.map(np.asarray, params["buffers"])
+    buf["walk_slots"], buf["support_tokens"] = grf_walks.walk_support(
+        buf["walk_nodes"], buf["walk_loads"]
+    )
     f = np.random.default_rng(0).normal(size=(2, 6))
     heads, n = buf["support_tokens"].shape[:2]
     with jax.enable_x64(True):
@@ -365,7 +371,12 @@ def test_abstract_init_has_the_walks_only():
     )
     assert set(abstract["buffers"]) == {"walk_nodes", "walk_loads"}
     concrete = mech.init(jax.random.key(0), num_heads=2, head_dim=3, max_len=9)
-    assert set(concrete["buffers"]) == {"walk_nodes", "walk_loads", "walk_slots", "support_tokens"}
+    support = {key for key in concrete["buffers"] if key.startswith("support_")}
+    assert set(concrete["buffers"]) == {"walk_nodes", "walk_loads", "walk_slots"} | support
+    buckets = len(support) // 2
+    assert buckets >= 1 and support == {
+        f"support_{kind}_{b}" for kind in ("rows", "tokens") for b in range(buckets)
+    }
 
 
 # ------------------------------------------------------------------- frozen / resampled walks
@@ -593,7 +604,7 @@ def test_init_and_shape_errors():
     q, k, v = (jnp.ones((1, 16, 2, 3)) for _ in range(3))
     with pytest.raises(ValueError, match="walks were made for another"):
         attention.get("grf", **{**SMALL, "grid": (4, 4)}).apply(params, q, k, v)
-    bad = {**params["buffers"], "support_tokens": params["buffers"]["support_tokens"][:1]}
+    bad = {**params["buffers"], "support_tokens_0": params["buffers"]["support_tokens_0"][:1]}
     with pytest.raises(ValueError, match="frozen walks' support has"):
         mech.apply({**params, "buffers": bad}, *(jnp.ones((1, 9, 2, 3)) for _ in range(3)))
     with pytest.raises(ValueError, match="node_chunk must be a positive"):

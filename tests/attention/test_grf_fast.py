@@ -1,5 +1,5 @@
 """The frozen-walk support path of GRF (node-major blocks, custom VJP): both row forms (C x C
-scores and `[Dk, Dv + 1]` state), both scan layouts (one head or every head per step) and the
+scores and `[Dk, Dv + 1]` state), any rows per scan step, any bucketing of the rows, and the
 gradients against an explicit dense formulation differentiated by JAX, in float64; bfloat16
 inputs. The end-to-end outputs against the float64 references are in test_grf.py/test_table.py.
 """
@@ -122,27 +122,47 @@ def test_support_path_equals_dense_mask_forward_and_gradients(case, form, node_c
 
 
 @pytest.mark.parametrize("quadratic", [True, pytest.param(False, marks=pytest.mark.slow)])
-def test_one_head_and_every_head_per_step_give_the_same_sums_and_gradients(quadratic):
-    """The CPU layout (one head per scan step) and the accelerator layout (every head)."""
+def test_rows_per_step_and_buckets_give_the_same_sums_and_gradients(quadratic):
+    """Any rows per scan step (one head's nodes on CPU, every head's on an accelerator, steps
+    across head boundaries) and any split of the rows into buckets, in any order and padded to
+    any width (each row carries its head): the same sums and gradients."""
     q, k, v, tokens, weights, _ = _inputs(2, b=2, h=3, u=10, bt=2)
     b, n, h, d = q.shape
-    flat = [
-        jnp.asarray(x).reshape(-1, x.shape[-1]) for x in (np.maximum(q, 0), np.maximum(k, 0), v)
-    ]
-    tok, w = jnp.asarray(tokens), jnp.asarray(weights)
+    x = jnp.asarray(np.concatenate([np.maximum(q, 0), np.maximum(k, 0), v], -1))
+    x = x.reshape(-1, x.shape[-1])
+    c = tokens.shape[-1]
+    tok = jnp.asarray(tokens.reshape(2, h * 10, c))
+    w = jnp.asarray(weights.reshape(2, h * 10, c))
+    heads = jnp.repeat(jnp.arange(h, dtype=jnp.int32), 10)
     cot = jnp.asarray(np.random.default_rng(3).normal(size=(b * n * h, v.shape[-1] + 1)))
+    order = np.random.default_rng(4).permutation(h * 10)
+    first, second = order[:13], order[13:]
+    layouts = [((heads,), (tok,), (w,), (step,)) for step in (10, 4, 64)]
+    pad = ((0, 0), (0, 0), (0, 2))  # the second bucket two columns wider (zero weights)
+    layouts.append(
+        (
+            (heads[first], heads[second]),
+            (tok[:, first], jnp.pad(tok[:, second], pad)),
+            (w[:, first], jnp.pad(w[:, second], pad)),
+            (4, 7),
+        )
+    )
     results = []
-    for step in [(1, 1), (4, 1), (3, 3), (10, 3), (64, 3)]:
-        step = (min(step[0], tok.shape[2]), step[1])
+    for hd, tk, wt, step in layouts:
 
-        def loss(qf, kf, vf, w, step=step):
-            return (grf._support_sums(qf, kf, vf, tok, w, step, (b, n, h), quadratic) * cot).sum()
+        def loss(x, wt, hd=hd, tk=tk, step=step):
+            z = grf._support_sums(x, hd, tk, wt, step, (b, n, h, d), (quadratic,) * len(hd))
+            return (z * cot).sum()
 
-        results.append(jax.value_and_grad(loss, argnums=(0, 1, 2, 3))(*flat, w))
-    for value, grads in results[1:]:
+        value, (dx, dw) = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))(x, wt)
+        if len(dw) == 2:  # back to the one-bucket layout
+            full = jnp.zeros_like(w).at[:, first].set(dw[0]).at[:, second].set(dw[1][..., :c])
+            dw = (full,)
+        results.append((value, dx, dw[0]))
+    for value, dx, dw in results[1:]:
         np.testing.assert_allclose(value, results[0][0], rtol=1e-12)
-        for a, b_ in zip(grads, results[0][1], strict=True):
-            np.testing.assert_allclose(a, b_, rtol=1e-11, atol=1e-13)
+        np.testing.assert_allclose(dx, results[0][1], rtol=1e-11, atol=1e-13)
+        np.testing.assert_allclose(dw, results[0][2], rtol=1e-11, atol=1e-13)
 
 
 def test_quadratic_form_is_picked_by_flops():

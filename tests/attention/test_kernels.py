@@ -48,6 +48,14 @@ BIAS = _spec((1, 4, 64, 64))
 DECISIONS = [
     ("auto", "cpu", {}, "xla", "no fused attention kernel is chosen on cpu"),
     ("auto", "cpu", {"dtype": "float32"}, "xla", "on cpu"),
+    # from CHUNKED_FROM tokens on CPU, the blocked path; not with dropout, nor one short side
+    ("auto", "cpu", {"n": 1024, "m": 1024, "mask": KEY_PADDING}, "chunked", "N, M >= 1024"),
+    ("auto", "cpu", {"n": 4096, "m": 2048, "dtype": "float32"}, "chunked", "on cpu"),
+    ("auto", "cpu", {"n": 1024, "m": 1024, "dropout": True}, "xla", "no fused"),
+    ("auto", "cpu", {"n": 1023, "m": 4096}, "xla", "no fused"),
+    ("auto", "gpu", {"n": 2048, "m": 2048, "dtype": "float32"}, "xla", "needs bfloat16"),
+    ("chunked", "gpu", {"dropout": True}, "chunked", "requested"),
+    ("chunked", "cpu", {}, "chunked", "requested"),
     ("auto", "gpu", {}, "cudnn", "cudnn takes these inputs"),
     ("auto", "cuda", {"dtype": "float16"}, "cudnn", "takes these inputs"),
     ("auto", "gpu", {"dtype": "float32"}, "xla", "needs bfloat16 or float16 inputs, got float32"),
@@ -138,12 +146,12 @@ def test_the_dtype_error_reads_as_documented():
 
 
 def test_unknown_implementation_lists_the_choices():
-    with pytest.raises(ValueError, match="not one of auto, xla, cudnn, pallas"):
+    with pytest.raises(ValueError, match="not one of auto, xla, chunked, cudnn, pallas"):
         _decide("flash", "gpu")
     for name in ("softmax", "ssa", "samsa"):
         problems = attention.check(name, {"implementation": "flash"})
         assert problems == [
-            f"{name}: implementation='flash' is not one of auto, xla, cudnn, pallas"
+            f"{name}: implementation='flash' is not one of auto, xla, chunked, cudnn, pallas"
         ]
         assert attention.check(name, {"implementation": "cudnn"}) == []
         assert attention.defaults(name)["implementation"] == "auto"
@@ -220,6 +228,57 @@ def test_auto_on_cpu_is_the_xla_path_bit_for_bit():
     auto = kernels.dot_product_attention(q, k, v, mask=mask)
     xla = kernels.run("xla", q, k, v, mask=mask)
     np.testing.assert_array_equal(auto, xla)
+
+
+def test_chunked_kernel_matches_the_float64_reference_with_masks_bias_and_gradients():
+    """The `chunked` kernel (what `auto` runs on CPU from CHUNKED_FROM tokens) against the
+    explicit float64 softmax: a general mask with a fully masked row, a per-head bias, lengths
+    that are not multiples of its 256-wide blocks; values and (against the xla path's)
+    gradients under jit."""
+    with jax.enable_x64(True):
+        b, n, m, h, d = 2, 300, 520, 2, 8
+        rng = np.random.default_rng(3)
+        q, k, v = (jnp.asarray(x) for x in _inputs(b, n, m, h, d, seed=3))
+        mask = rng.random((b, h, n, m)) > 0.3
+        mask[1, 0, 7] = False  # a query that sees no key: zeros, zero gradient
+        bias = jnp.asarray(rng.normal(size=(1, h, n, m)))
+        # the explicit float64 matrices (tests/attention/ref_softmax.py loops: too slow here)
+        logits = np.einsum("bnhd,bmhd->bhnm", q, k) * d**-0.5 + np.asarray(bias)
+        logits = np.where(mask, logits, -np.inf)
+        top = np.max(logits, axis=-1, keepdims=True)
+        e = np.where(mask, np.exp(logits - np.where(np.isfinite(top), top, 0.0)), 0.0)
+        p = e / np.maximum(e.sum(-1, keepdims=True), 1e-300)
+        ref = np.einsum("bhnm,bmhd->bnhd", p, v)
+        run = jax.jit(lambda q, k, v, bias: kernels.run("chunked", q, k, v, mask=mask, bias=bias))
+        np.testing.assert_allclose(run(q, k, v, bias), ref, rtol=1e-10, atol=1e-12)
+        assert not np.any(np.asarray(run(q, k, v, bias))[1, 7, 0])
+        w = jnp.asarray(rng.normal(size=(b, n, h, d)))
+        loss = lambda f: lambda *a: jnp.sum(f(*a) * w)
+        got = jax.grad(loss(run), argnums=(0, 1, 2, 3))(q, k, v, bias)
+        # gradients: against the xla path in float64 (itself checked against the reference)
+        want = jax.grad(
+            loss(lambda q, k, v, bias: kernels.run("xla", q, k, v, mask=mask, bias=bias)),
+            argnums=(0, 1, 2, 3),
+        )(q, k, v, bias)
+        for g, r in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, r, rtol=1e-9, atol=1e-11)
+
+
+def test_auto_on_cpu_from_chunked_from_tokens_runs_the_blocked_path_and_says_so():
+    rng = np.random.default_rng(1)
+    n = kernels.CHUNKED_FROM
+    q, k, v = (jnp.asarray(rng.normal(size=(1, n, 1, 4)), jnp.float32) for _ in range(3))
+    mask = np.ones((1, n), bool)
+    mask[0, n // 2 :] = False
+    with kernels.record() as rec:
+        auto = attention.get("softmax").apply({}, q, k, v, mask=mask)
+    assert rec.summary() == {"softmax": "chunked"}
+    np.testing.assert_array_equal(auto, kernels.run("chunked", q, k, v, mask=mask))
+    np.testing.assert_allclose(auto, kernels.run("xla", q, k, v, mask=mask), atol=2e-6)
+    key = jax.random.key(0)
+    with kernels.record() as rec:  # attention dropout in training: the xla path, as before
+        attention.get("softmax", dropout_rate=0.1).apply({}, q, k, v, key=key, train=True)
+    assert rec.summary() == {"softmax": "xla"}
 
 
 # ---------------------------------------------------------------------------------------------
