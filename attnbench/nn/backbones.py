@@ -48,6 +48,7 @@ __all__ = [
     "mlp_flops",
     "gelu_flops",
     "gelu_name",
+    "transformer_kwargs",
 ]
 
 
@@ -190,8 +191,16 @@ def transformer(*, model_cfg, attention_cfg, max_len: int, rngs):
     """The pre-LN encoder; besides the LRA fields, the optional vision fields `drop_path`
     (with `drop_path_decay`, linear or uniform), `layer_scale` (None = off), `qkv_bias` and
     `out_bias` (default off, as LRA) and `gelu` (default "tanh", as LRA; "erf" exact)."""
-    m = model_cfg
     return layers.TransformerEncoder(
+        **transformer_kwargs(model_cfg, attention_cfg=attention_cfg, max_len=max_len, rngs=rngs)
+    )
+
+
+def transformer_kwargs(model_cfg, *, attention_cfg, max_len: int, rngs) -> dict:
+    """The `layers.TransformerEncoder` arguments the `transformer` backbone reads from a model
+    section (shared with the backbones built on that encoder, e.g. `transformer_contranorm`)."""
+    m = model_cfg
+    return dict(
         num_layers=m.num_layers,
         dim=m.dim,
         num_heads=m.num_heads,

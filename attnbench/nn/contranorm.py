@@ -292,24 +292,7 @@ def transformer_contranorm(*, model_cfg, attention_cfg, max_len: int, rngs):
     """The `transformer` backbone (the same model-section fields) with ContraNorm around every
     LayerNorm: `contranorm_scale` (required), `contranorm_temperature` (1.0),
     `contranorm_dual` (false)."""
-    m = model_cfg
-    return ContraNormEncoder(
-        contranorm=_settings(m),
-        num_layers=m.num_layers,
-        dim=m.dim,
-        num_heads=m.num_heads,
-        qkv_dim=m.qkv_dim,
-        mlp_dim=m.mlp_dim,
-        dropout_rate=m.dropout,
-        attention_cfg=attention_cfg,
-        max_len=max_len,
-        positions=m.positions,
-        dtype=layers.compute_dtype(m.dtype),
-        drop_path=m.get("drop_path", 0.0),
-        drop_path_decay=m.get("drop_path_decay", "linear"),
-        layer_scale=m.get("layer_scale", None),
-        qkv_bias=m.get("qkv_bias", False),
-        out_bias=m.get("out_bias", False),
-        gelu=backbones.gelu_name(m),
-        rngs=rngs,
+    kwargs = backbones.transformer_kwargs(
+        model_cfg, attention_cfg=attention_cfg, max_len=max_len, rngs=rngs
     )
+    return ContraNormEncoder(contranorm=_settings(model_cfg), **kwargs)
