@@ -43,6 +43,15 @@ masks neither other buckets, nor self, nor padding, and its first chunk looks ba
 one (wrap-around); here the first chunk has no previous chunk. The paper's refinement of counting
 duplicate (i, j) pairs across rounds (Sec. 2, N_{i,j}) is not applied, as in trax and LRA.
 
+Reach of one token (why CLS pooling suffers): a token sorts first among its bucket mates when it
+has the lowest position (a CLS token at position 0), and the previous chunk then holds only other
+buckets, so it attends to at most chunk_size - 1 keys, the lowest-positioned members of its
+bucket, and to itself only when it has no mate in reach (its output is then its own value,
+independent of the input). LRA's unmasked chunks of N/10 give it about 2N/10 keys instead. On
+LRA Image (1,024 pixels, mostly one repeated black token, CLS pooling) this leaves the classifier
+a few pixels chosen by the hashing; tests/attention/test_reformer.py shows the rule on an
+image-like input.
+
 Masks: none or key padding (`[B, M]` or `[B|1, 1, 1, M]`); other 4-D masks raise. Self-attention
 only (N == M). Time O(num_hashes * N (log N + chunk_size * D)) (sort + chunked attention),
 memory O(num_hashes * N * chunk_size); no N x N array.

@@ -161,3 +161,46 @@ def test_no_n_by_n_intermediate():
     shapes = [tuple(var.aval.shape) for eqn in jaxpr.jaxpr.eqns for var in eqn.outvars]
     assert not [s for s in shapes if sum(d >= n for d in s) >= 2], "an N x N array"
     assert max(np.prod(s) for s in shapes) <= 2 * n * 2 * 64 * 8
+
+
+def test_image_like_input_first_token_reaches_only_its_bucket_mates_in_its_chunk():
+    """An LRA-Image-like sequence: token 0 (a CLS-like vector of its own direction), then pixels
+    of which most are one repeated "black" vector and the rest a few grey levels. Matches the
+    float64 reference (with gradients, under jit), and shows why a CLS-pooled Reformer learns
+    little on images: token 0 sorts first in its bucket, the previous chunk holds only other
+    buckets, so it reaches at most chunk_size - 1 keys, the lowest-positioned of its bucket
+    mates (none: it returns its own value)."""
+    n, c = 48, 8
+    rng = np.random.default_rng(7)
+    levels = rng.normal(size=(4, H, D))
+    pix = np.where(rng.random(n - 1) < 0.6, 0, rng.integers(1, 4, n - 1))
+    q = np.concatenate([rng.normal(size=(1, H, D)), levels[pix]])[None]
+    q = q + 1e-3 * rng.normal(size=q.shape)  # learned positions: small per-token offsets
+    v = rng.normal(size=(1, n, H, D))
+    hp = {"chunk_size": c}
+    got, params = _run(hp, q, v)
+    p64 = jax.tree.map(np.asarray, params)
+    np.testing.assert_allclose(
+        got, reformer_reference(p64, q, None, v, None, **hp), rtol=1e-9, atol=1e-12
+    )
+    mech = attention.get("reformer", **hp)
+    with jax.enable_x64(True):
+        # d out[0, 0, h, :].sum() / d v: nonzero exactly on the keys token 0 attends to
+        g = np.asarray(
+            jax.jit(jax.grad(lambda vv: mech.apply(params, q, None, vv)[0, 0].sum()))(
+                jnp.asarray(v)
+            )
+        )
+    rot = p64["buffers"]["rotations"][:, 0, :, : (2 * -(-n // c)) // 2]  # [H, D, nb/2]
+    for h in range(H):
+        proj = q[0, :, h] @ rot[h]
+        bucket = np.argmax(np.concatenate([proj, -proj], -1), -1)
+        black = bucket[1:][pix == 0]
+        assert (black == black[0]).all()  # the repeated vector hashes to one bucket
+        mates = np.nonzero(bucket[1:] == bucket[0])[0] + 1  # ascending positions
+        reach = np.nonzero(np.abs(g[0, :, h]).sum(-1) > 0)[0]
+        if reach.tolist() == [0]:  # alone in reach: its own value
+            np.testing.assert_allclose(got[0, 0, h], v[0, 0, h], rtol=1e-12)
+        else:
+            assert len(reach) <= c - 1
+            np.testing.assert_array_equal(reach, mates[: len(reach)])
