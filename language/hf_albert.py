@@ -79,9 +79,7 @@ from __future__ import annotations
 import json
 import os
 
-import jax
 import ml_collections
-import numpy as np
 from flax import nnx
 
 from attnbench import errors, extras
@@ -361,49 +359,22 @@ def load_hf_albert(
     s = hf_encoders.with_contranorm(settings_from_config(hf, labels, dtype), contranorm, directory)
     pooler_shapes, classifier_shapes = head_shapes(s)
     expected = backbone_shapes(s) | pooler_shapes | classifier_shapes
-    unknown = sorted(k for k in tensors if k not in expected and k not in IGNORED)
-    if unknown:
-        raise errors.DataError(
-            f"{path}: unknown tensor(s) {', '.join(unknown[:5])}"
-            f"{' ...' if len(unknown) > 5 else ''} (not an ALBERT checkpoint of this config?)"
-        )
-    fresh = [] if from_checkpoint else sorted(classifier_shapes)
-    if not any(k in tensors for k in pooler_shapes):
-        fresh = sorted(pooler_shapes) + fresh
-    missing = sorted(k for k in expected if k not in tensors and k not in fresh)
-    if missing:
-        raise errors.DataError(
-            f"{path}: missing tensor(s) {', '.join(missing[:5])}"
-            f"{' ...' if len(missing) > 5 else ''}"
-        )
-    for name, shape in expected.items():
-        if name in tensors and tuple(tensors[name].shape) != shape:
-            raise errors.DataError(
-                f"{path}: tensor {name!r} has shape {tuple(tensors[name].shape)}, expected "
-                f"{shape} from config.json"
-            )
-        if name in tensors and not np.issubdtype(tensors[name].dtype, np.floating):
-            raise errors.DataError(
-                f"{path}: tensor {name!r} has dtype {tensors[name].dtype}, expected a float"
-            )
-    ignored = sorted(k for k in tensors if k in IGNORED)
+    fresh, ignored = hf_encoders.check_tensors(
+        path,
+        tensors,
+        expected,
+        known=IGNORED,
+        pooler=pooler_shapes,
+        classifier=classifier_shapes,
+        from_checkpoint=from_checkpoint,
+        what="an ALBERT",
+    )
     if attention_cfg is None:
         attention_cfg = {"name": "softmax"}
-
-    def build():
-        return encoder_albert.AlbertEncoderModel(s, attention_cfg, rngs=nnx.Rngs(params=seed))
-
-    # Shapes first: when the checkpoint fills every variable nothing is drawn only to be
-    # overwritten; a fresh head or a mechanism's own arrays (GFSA's w_K) get a real init.
-    model = nnx.eval_shape(build)
-    _assign(model, tensors, s)
-    if any(
-        isinstance(v.get_value(), jax.ShapeDtypeStruct)
-        for _, v in nnx.iter_graph(model)
-        if isinstance(v, nnx.Variable)
-    ):
-        model = build()
-        _assign(model, tensors, s)
+    model = hf_encoders.build_and_assign(
+        lambda: encoder_albert.AlbertEncoderModel(s, attention_cfg, rngs=nnx.Rngs(params=seed)),
+        lambda m: _assign(m, tensors, s),
+    )
     problem = hf.get("problem_type") or ("regression" if labels == 1 else None)
     id2label = hf.get("id2label") if isinstance(hf.get("id2label"), dict) else None
     if id2label is not None and len(id2label) != labels:

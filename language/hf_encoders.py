@@ -84,6 +84,8 @@ __all__ = [
     "backbone_shapes",
     "head_shapes",
     "with_contranorm",
+    "check_tensors",
+    "build_and_assign",
     "load_hf_encoder",
 ]
 
@@ -352,49 +354,22 @@ def load_hf_encoder(
     pooler_shapes, classifier_shapes = head_shapes(s)
     expected = backbone_shapes(s) | pooler_shapes | classifier_shapes
     ignored_known = IGNORED | (_ROBERTA_IGNORED if kind == "roberta" else frozenset())
-    unknown = sorted(k for k in tensors if k not in expected and k not in ignored_known)
-    if unknown:
-        raise errors.DataError(
-            f"{path}: unknown tensor(s) {', '.join(unknown[:5])}"
-            f"{' ...' if len(unknown) > 5 else ''} (not a {kind} checkpoint of this config?)"
-        )
-    fresh = [] if from_checkpoint else sorted(classifier_shapes)
-    if pooler_shapes and not any(k in tensors for k in pooler_shapes):
-        fresh = sorted(pooler_shapes) + fresh
-    missing = sorted(k for k in expected if k not in tensors and k not in fresh)
-    if missing:
-        raise errors.DataError(
-            f"{path}: missing tensor(s) {', '.join(missing[:5])}"
-            f"{' ...' if len(missing) > 5 else ''}"
-        )
-    for name, shape in expected.items():
-        if name in tensors and tuple(tensors[name].shape) != shape:
-            raise errors.DataError(
-                f"{path}: tensor {name!r} has shape {tuple(tensors[name].shape)}, expected "
-                f"{shape} from config.json"
-            )
-        if name in tensors and not np.issubdtype(tensors[name].dtype, np.floating):
-            raise errors.DataError(
-                f"{path}: tensor {name!r} has dtype {tensors[name].dtype}, expected a float"
-            )
-    ignored = sorted(k for k in tensors if k in ignored_known)
+    fresh, ignored = check_tensors(
+        path,
+        tensors,
+        expected,
+        known=ignored_known,
+        pooler=pooler_shapes,
+        classifier=classifier_shapes,
+        from_checkpoint=from_checkpoint,
+        what=f"a {kind}",
+    )
     if attention_cfg is None:
         attention_cfg = {"name": "softmax"}
-
-    def build():
-        return encoder_bert.BertEncoderModel(s, attention_cfg, rngs=nnx.Rngs(params=seed))
-
-    # Shapes first: when the checkpoint fills every variable nothing is drawn only to be
-    # overwritten; a fresh head or a mechanism's own arrays (GFSA's w_K) get a real init.
-    model = nnx.eval_shape(build)
-    _assign(model, tensors, s)
-    if any(
-        isinstance(v.get_value(), jax.ShapeDtypeStruct)
-        for _, v in nnx.iter_graph(model)
-        if isinstance(v, nnx.Variable)
-    ):
-        model = build()
-        _assign(model, tensors, s)
+    model = build_and_assign(
+        lambda: encoder_bert.BertEncoderModel(s, attention_cfg, rngs=nnx.Rngs(params=seed)),
+        lambda m: _assign(m, tensors, s),
+    )
     problem = hf.get("problem_type") or ("regression" if labels == 1 else None)
     id2label = hf.get("id2label") if isinstance(hf.get("id2label"), dict) else None
     if id2label is not None and len(id2label) != labels:
@@ -467,3 +442,55 @@ def _assign(model: encoder_bert.BertEncoderModel, t: dict, s: dict) -> None:
     else:
         _linear(model.dense, t, "classifier.dense")
         _linear(model.out_proj, t, "classifier.out_proj")
+
+
+def check_tensors(
+    path, tensors, expected, *, known, pooler, classifier, from_checkpoint: bool, what: str
+) -> tuple[list[str], list[str]]:
+    """The checks every encoder loader makes of a checkpoint's tensors against the model's
+    `expected` shapes: no unknown name (beyond the `known` ignored ones), none missing except
+    the heads drawn fresh, every shape as config.json says, float dtypes. Returns `(fresh,
+    ignored)`: the head tensors to initialise (the classifier unless `from_checkpoint`; the
+    pooler when the file has none of it) and the file's tensors that are skipped."""
+    unknown = sorted(k for k in tensors if k not in expected and k not in known)
+    if unknown:
+        raise errors.DataError(
+            f"{path}: unknown tensor(s) {', '.join(unknown[:5])}"
+            f"{' ...' if len(unknown) > 5 else ''} (not {what} checkpoint of this config?)"
+        )
+    fresh = [] if from_checkpoint else sorted(classifier)
+    if pooler and not any(k in tensors for k in pooler):
+        fresh = sorted(pooler) + fresh
+    missing = sorted(k for k in expected if k not in tensors and k not in fresh)
+    if missing:
+        raise errors.DataError(
+            f"{path}: missing tensor(s) {', '.join(missing[:5])}"
+            f"{' ...' if len(missing) > 5 else ''}"
+        )
+    for name, shape in expected.items():
+        if name in tensors and tuple(tensors[name].shape) != shape:
+            raise errors.DataError(
+                f"{path}: tensor {name!r} has shape {tuple(tensors[name].shape)}, expected "
+                f"{shape} from config.json"
+            )
+        if name in tensors and not np.issubdtype(tensors[name].dtype, np.floating):
+            raise errors.DataError(
+                f"{path}: tensor {name!r} has dtype {tensors[name].dtype}, expected a float"
+            )
+    return fresh, sorted(k for k in tensors if k in known)
+
+
+def build_and_assign(build, assign):
+    """`build()`'s model with the checkpoint copied in by `assign(model)`. Shapes first: when
+    the checkpoint fills every variable nothing is drawn only to be overwritten; a fresh head
+    or a mechanism's own arrays (GFSA's w_K) get a real init."""
+    model = nnx.eval_shape(build)
+    assign(model)
+    if any(
+        isinstance(v.get_value(), jax.ShapeDtypeStruct)
+        for _, v in nnx.iter_graph(model)
+        if isinstance(v, nnx.Variable)
+    ):
+        model = build()
+        assign(model)
+    return model
