@@ -81,16 +81,8 @@ from vision import data
 
 
 def get_config(arg: str | None = None):
-    recipes = (
-        "deit_s",
-        "deit_s24",
-        "deit_t",
-        "deit_b",
-        "cait_s24",
-        "swin_t",
-        "swin_s",
-        "grf_vit",
-    )
+    # every vision recipe but the small-image ViTs of CIFAR / Tiny-ImageNet
+    recipes = tuple(r for r in vision_common.RECIPES if r not in ("vit", "sliceformer"))
     # p_halt=: the walks' halting probability of grf_vit (GRF Table 3's ablation: 0.5)
     # order=: GFSA's K instead of the recipe's (GFSA Tables 13 / 14's sweeps); window=, ssa=,
     # sampling=, ft=: SSA's Swin-T (SSA Tables 2 and 9); depth=, contranorm=, cn_*: GFSA
