@@ -63,7 +63,7 @@ class ImageClassification(tasks.ClassificationTask):
     def load_data(self, config) -> tasks.Data:
         d = config.data
         self.check(config)
-        splits, description = data.load(d)
+        splits, description = data.load(d, evaluate_only=config.get("total_steps") == 0)
         train_fn, eval_fn = data.transforms_for(d)
         if description["num_classes"] > d.num_classes:
             raise errors.ConfigError(

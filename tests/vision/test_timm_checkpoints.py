@@ -13,6 +13,7 @@ import collections
 import json
 import math
 import os
+import shutil
 
 import jax
 import jax.numpy as jnp
@@ -627,12 +628,16 @@ def test_zero_steps_is_valid_unless_epochs_set_the_steps():
 # ------------------------------------------------------------------------ evaluation only
 
 
-def test_zero_step_run_reports_the_checkpoints_accuracy(tmp_path):
+@pytest.mark.parametrize("layout", ["train-and-val", "val-only"])
+def test_zero_step_run_reports_the_checkpoints_accuracy(tmp_path, layout):
     """`--config.total_steps=0` with a DeiT .pth evaluates once: the summary's accuracy is the
-    float64 timm forward's on the eval transform of an image folder written here."""
+    float64 timm forward's on the eval transform of an image folder written here; with the
+    validation images alone (no train/) the class list is val/'s folders."""
     folder = synthetic.write_folder(
         tmp_path / "images", classes=3, per_class=1, val_per_class=4, size=(40, 48)
     )
+    if layout == "val-only":
+        shutil.rmtree(folder / "train")
     t = _vit_tensors(np.random.default_rng(10), layers=1, classes=3)
     path = _pth(tmp_path / "deit_small_patch16_224-cd65a155.pth", {"model": t})
     config = _config(
@@ -648,7 +653,8 @@ def test_zero_step_run_reports_the_checkpoints_accuracy(tmp_path):
     )
     summary = train.train_and_evaluate(config, tmp_path / "run")
 
-    splits, _ = data.load(config.data)
+    splits, description = data.load(config.data, evaluate_only=True)
+    assert ("classes_from" in description) == (layout == "val-only")
     _, eval_fn = data.transforms_for(config.data)
     examples = [eval_fn(splits["test"][i]) for i in range(len(splits["test"]))]
     logits = np.stack(

@@ -8,7 +8,8 @@ dataset but CIFAR, decoded lazily (`attnbench.data.formats.image_folder`):
   imagenet, places365, inaturalist, folder  ImageNet-style class folders
                  `train/<class>/**/<image>` and `val/<class>/**/<image>` (ILSVRC-2012 val
                  reorganised into class folders, as torchvision / timm expect; Places365 and
-                 iNaturalist exports likewise).
+                 iNaturalist exports likewise). An evaluation-only run
+                 (`config.total_steps=0`) reads `val/<class>/` alone too.
 
 Class indices follow the sorted class-folder names (torchvision's `ImageFolder`, timm, and the
 ImageNet synset order), so labels agree with other tools' checkpoints; Tiny-ImageNet's
@@ -102,11 +103,19 @@ def read_tiny_imagenet(directory: str | os.PathLike) -> dict:
     return {"train": train, "test": test}
 
 
-def read_class_folders(directory: str | os.PathLike, dataset: str | None = None) -> dict:
+def read_class_folders(
+    directory: str | os.PathLike, dataset: str | None = None, *, evaluate_only: bool = False
+) -> dict:
     """ImageNet-style `train/<class>/` and `val/<class>/` -> `{"train", "test"}` lazy sources
     with the training folders' class list (test = the val folder; a class without a val folder
     has no test images). `dataset`: the catalog name the errors tell to fetch ("imagenet",
     "places365", "inaturalist"; None for any other folder).
+
+    `evaluate_only` (a run of `config.total_steps=0`, which draws no training image): a folder
+    without `train/` is read too, e.g. the ILSVRC-2012 validation images alone for a released
+    checkpoint. The class list is then the sorted `val/` class folders, so every class needs a
+    val folder (ImageNet's val has all 1,000: the count is checked against
+    `config.data.num_classes`), and train is empty.
 
     Raises:
       DataError: a missing `train/` or `val/`, one without images, a `val/` holding its images
@@ -116,7 +125,8 @@ def read_class_folders(directory: str | os.PathLike, dataset: str | None = None)
     """
     root = pathlib.Path(directory).expanduser()
     get_it = _get_it(dataset)
-    for sub in ("train", "val"):
+    val_only = evaluate_only and not (root / "train").exists() and (root / "val").is_dir()
+    for sub in ("val",) if val_only else ("train", "val"):
         if not (root / sub).is_dir():
             raise cache.DataError(
                 f"{root / sub}: not found{get_it}; or point config.data.dir at a folder holding "
@@ -131,11 +141,18 @@ def read_class_folders(directory: str | os.PathLike, dataset: str | None = None)
             f"`attnbench-data imagenet-val {root / 'val'} --devkit ILSVRC2012_devkit_t12.tar.gz`"
         )
     try:
-        train = image_folder.ImageFolder(root / "train")
-        test = image_folder.ImageFolder(root / "val", classes=train.classes)
+        if val_only:  # the class list is val/'s folders; no training image is read
+            test = image_folder.ImageFolder(root / "val")
+            train = image_folder.ImageFolder.from_list([], [], test.classes)
+        else:
+            train = image_folder.ImageFolder(root / "train")
+            test = image_folder.ImageFolder(root / "val", classes=train.classes)
     except cache.DataError as e:
         raise cache.DataError(f"{e}{get_it}") from None
-    _refuse_empty_classes(train, root / "train", "copy its images again")
+    if val_only:
+        _refuse_empty_classes(test, root / "val", "copy its validation images again")
+    else:
+        _refuse_empty_classes(train, root / "train", "copy its images again")
     return {"train": train, "test": test}
 
 
@@ -163,15 +180,15 @@ def _read_text(path: pathlib.Path) -> str:
 
 
 def _refuse_empty_classes(source: image_folder.ImageFolder, root: pathlib.Path, fix: str) -> None:
-    """A training class folder with no image would still count as a class (the folder names
-    make the class list): the class count, and with it the model's head, would silently
-    differ from the release's."""
+    """A class folder with no image (of train/, or of val/ where it makes the class list) would
+    still count as a class (the folder names make the class list): the class count, and with
+    it the model's head, would silently differ from the release's."""
     counts = np.bincount(source.labels, minlength=len(source.classes))
     empty = [name for name, n in zip(source.classes, counts, strict=True) if n == 0]
     if empty:
         more = f" (and {len(empty) - 1} more class folders)" if len(empty) > 1 else ""
         raise cache.DataError(
             f"{root / empty[0]}: class folder without images "
-            f"({', '.join(image_folder.EXTENSIONS)}){more}; every training class needs its "
-            f"images (a partial copy or extraction?): {fix}"
+            f"({', '.join(image_folder.EXTENSIONS)}){more}; every class of the class list needs "
+            f"its images (a partial copy or extraction?): {fix}"
         )

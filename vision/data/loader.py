@@ -100,8 +100,10 @@ def data_config(dataset: str) -> ml_collections.ConfigDict:
     return d
 
 
-def load(d) -> tuple[dict, dict]:
+def load(d, *, evaluate_only: bool = False) -> tuple[dict, dict]:
     """The splits of `config.data` `d` (fields of `data_config`), unpreprocessed.
+    `evaluate_only` (a run of `config.total_steps=0`): class folders without `train/` are read,
+    their class list from `val/` (`vision.data.folders.read_class_folders`), train empty.
 
     Returns:
       ({"train", "val", "test"} -> random-access sources of {"image": uint8 [H, W, 3],
@@ -130,8 +132,10 @@ def load(d) -> tuple[dict, dict]:
         description.update(tfds_name=d.tfds_name)
         classes = d.num_classes
     else:
-        splits, folder = _read_official(dataset, d.dir)
+        splits, folder = _read_official(dataset, d.dir, evaluate_only)
         description.update(dir=str(pathlib.Path(folder).expanduser()))
+        if not len(splits["train"]):
+            description["classes_from"] = "val/ (no train/ folder: evaluation only)"
         found = getattr(splits["train"], "classes", None)
         classes = len(found) if found is not None else DATASETS[dataset][0]
         if d.num_classes and classes != d.num_classes:
@@ -155,7 +159,8 @@ def load(d) -> tuple[dict, dict]:
         val = test
         description["val"] = "the test split (model selection on it, as the papers' tables)"
     out = {
-        "train": _subset(train, int(d.num_train), d.seed, "num_train"),
+        # an empty train (val/ only, evaluation only) draws no subset: nothing is trained on
+        "train": _subset(train, int(d.num_train), d.seed, "num_train") if len(train) else train,
         "val": _subset(val, int(d.num_val), d.seed, "num_val"),
         "test": _subset(test, int(d.num_test), d.seed, "num_test"),
     }
@@ -164,7 +169,7 @@ def load(d) -> tuple[dict, dict]:
     return out, description
 
 
-def _read_official(dataset: str, config_dir: str) -> tuple[dict, str]:
+def _read_official(dataset: str, config_dir: str, evaluate_only: bool) -> tuple[dict, str]:
     """The official release of `dataset` (`{"train", "test"}` sources) and the folder read:
     `config_dir`, else the folder `attnbench-data fetch` puts it in under the data root
     (`attnbench.data.catalog.official_dir`; every dataset but `folder` is in the catalog,
@@ -176,14 +181,14 @@ def _read_official(dataset: str, config_dir: str) -> tuple[dict, str]:
                 "folder of train/<class>/ and val/<class>/ images; or set "
                 "config.data.source='standin' for the offline Fashion-MNIST stand-in"
             )
-        return read_class_folders(config_dir), config_dir
+        return read_class_folders(config_dir, evaluate_only=evaluate_only), config_dir
     folder = catalog.official_dir(dataset, config_dir)
     try:
         if dataset in ("cifar10", "cifar100"):
             return _in_memory(cifar._read_cifar(dataset, folder)), folder
         if dataset == "tiny_imagenet":
             return read_tiny_imagenet(folder), folder
-        return read_class_folders(folder, dataset), folder
+        return read_class_folders(folder, dataset, evaluate_only=evaluate_only), folder
     except cache.DataError as e:
         if "attnbench-data" in str(e):
             raise

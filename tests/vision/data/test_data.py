@@ -186,6 +186,26 @@ def test_imagenet_class_folders(tmp_path):
         data.load(_config("imagenet", tmp_path / "train"))
 
 
+def test_validation_images_alone_serve_an_evaluation_only_run(tmp_path):
+    """No train/ (the ILSVRC-2012 val images alone, for a released checkpoint): an error for a
+    run that trains; for an evaluation-only run the class list is val/'s sorted folders."""
+    synsets = ("n01440764", "n01443537", "n01484850")
+    for k, synset in enumerate(synsets):
+        for i in range(2):
+            _jpeg(tmp_path / "val" / synset / f"v_{synset}_{i}.JPEG", (k * 80, i, 0))
+    with pytest.raises(cache.DataError, match=r"train: not found"):
+        data.load(_config("imagenet", tmp_path, num_classes=0))
+    splits, desc = data.load(_config("imagenet", tmp_path, num_classes=0), evaluate_only=True)
+    assert len(splits["train"]) == 0 and splits["train"].classes == synsets
+    assert splits["test"].labels.tolist() == [0, 0, 1, 1, 2, 2]
+    assert desc["num_classes"] == 3 and desc["classes_from"].startswith("val/")
+    with pytest.raises(cache.DataError, match="3 classes found, config.data.num_classes is 1000"):
+        data.load(_config("imagenet", tmp_path), evaluate_only=True)  # not all 1,000 classes
+    (tmp_path / "val" / "n09999999").mkdir()  # an empty class folder would shift the head
+    with pytest.raises(cache.DataError, match=r"n09999999: class folder without images"):
+        data.load(_config("imagenet", tmp_path, num_classes=0), evaluate_only=True)
+
+
 def _write_standin(folder: pathlib.Path, n=(30, 10)):
     folder.mkdir(parents=True)
     rng = np.random.default_rng(0)
