@@ -6,8 +6,11 @@
 
 Tables: samsa (SAMSA Table 1, speed row), sliceformer (Sliceformer Table 3), gfsa (GFSA's
 runtime overhead, Tables 12 and 24-26), ssa (SSA's relative compute / memory / speed, Tables
-1-2), grf (GRF Figure 3). Each is written to `<out>/paper_<name>.{json,md}` as soon as it is
-measured, plus a PNG where a picture helps, then `<out>/targets.md` lists every target.
+1-2), grf (GRF Figure 3), and the timing groups timing_gfsa_vision (GFSA Tables 12, 25, 31, 39,
+Figure 3), timing_gfsa_graphs (Tables 26, 32) and timing_gfsa_lra (Table 40): every timing cell
+on its own recipe, on whatever device this runs on (`--max-batch 8` on a small machine). Each
+is written to `<out>/paper_<name>.{json,md}` as soon as it is measured, plus a PNG where a
+picture helps, then `<out>/targets.md` lists every target.
 
 The paper's numbers come from the table configs (`configs/tables/`), whose speed and memory cells
 name the function that measures them; `attnbench.papers.speed_tables` holds the measurements and the
@@ -32,6 +35,13 @@ def main(argv=None):
     parser.add_argument("--scale", default="full", choices=sorted(speed.SCALES))
     parser.add_argument("--out", default="results/bench")
     parser.add_argument(
+        "--max-batch",
+        type=cli.positive_int,
+        default=None,
+        help="timing groups: at most this many examples per step (a small machine); per-epoch "
+        "times then assume the time per example does not depend on the batch",
+    )
+    parser.add_argument(
         "--isolate",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -53,6 +63,7 @@ def main(argv=None):
         isolated=args.isolate,
         out=args.out,
         command="python -m scripts.speed_tables " + " ".join(argv),
+        max_batch=args.max_batch,
     )
 
 

@@ -18,8 +18,10 @@ import dataclasses
 import json
 import types
 
+from attnbench import config as config_lib
 from attnbench.bench import attention as bench_attention
 from attnbench.bench import train as bench_train
+from attnbench.data import catalog
 from attnbench.launch import isolate
 
 __all__ = [
@@ -28,6 +30,9 @@ __all__ = [
     "lra_text_step",
     "samsa_inference",
     "measure_explicit_gfsa",
+    "recipe_step",
+    "recipe_value",
+    "UNITS",
     "with_args",
 ]
 
@@ -77,6 +82,8 @@ SCALES = {
         grf_dense_max=16384,
         steps=3,
         repeats=3,
+        recipe_preset="",  # the recipe as the paper ran it
+        recipe_batch=None,  # None: the recipe's own batch (capped by `Session.max_batch`)
     ),
     "smoke": dict(
         sizes={
@@ -101,6 +108,8 @@ SCALES = {
         grf_dense_max=64,
         steps=1,
         repeats=1,
+        recipe_preset="preset=smoke",
+        recipe_batch=2,
     ),
 }
 
@@ -174,6 +183,82 @@ def measure_explicit_gfsa(length, heads, head_dim, modes, repeats):
     )
 
 
+# What a recipe-timing cell reports (`recipe_value`): unit -> (what it is, the step it times).
+UNITS = {
+    "s/epoch": ("training seconds per epoch: examples / (batch x steps/s)", "train"),
+    "img/s": ("inference throughput: batch x steps/s", "inference"),
+    "s": ("inference seconds over the split: examples / (batch x steps/s)", "inference"),
+    "s/1k steps": ("training seconds per 1,000 steps: 1000 / steps/s", "train"),
+    "GB": ("peak memory of the compiled training step (XLA's count), in 2^30 bytes", "train"),
+}
+
+
+def recipe_step(
+    config: str,
+    mode: str,
+    *,
+    scale: str = "full",
+    batch: int | None = None,
+    unit: str | None = None,
+    examples: str | None = None,
+):
+    """Steps/s and compiled memory of recipe `config`'s own model at its own shapes (synthetic
+    inputs from the task's `example_batch`; `attnbench.bench.train.measure`): its `mode`
+    ("train" or "inference") step at `batch` examples per step on one device (None: the
+    recipe's `batch_size`, or `eval_batch_size` for inference). At `scale="smoke"` the recipe's
+    smoke preset at batch 2. `unit` and `examples` say what the cell reports (`recipe_value`):
+    they leave the measurement alone, so the cells of one step share it."""
+    del unit, examples  # the cell's reading of the record (`recipe_value`)
+    sc = SCALES[scale]
+    spec = with_args(config, sc["recipe_preset"]) if sc["recipe_preset"] else config
+    if sc["recipe_batch"] is not None:
+        batch = sc["recipe_batch"]
+    elif batch is None:
+        batch = recipe_batch(config, mode)
+    rec = bench_train.measure(
+        spec, batch=batch, mode=mode, steps=sc["steps"], warmup=1, max_memory_gb=64.0
+    )
+    rec["dtype"] = str(config_lib.load(spec).model.get("dtype", "float32"))
+    return rec
+
+
+def recipe_batch(config: str, mode: str) -> int:
+    """The recipe's own batch: `batch_size` for training, `eval_batch_size` for inference."""
+    c = config_lib.load(config)
+    return int(c.batch_size if mode == "train" else c.get("eval_batch_size", c.batch_size))
+
+
+def split_size(examples: str) -> int:
+    """`"imagenet:train"` -> the official size of that split (`attnbench.data.catalog`)."""
+    name, _, split = examples.partition(":")
+    dataset = catalog.get(name)
+    if dataset.unit != "examples" or split not in dataset.splits:
+        raise ValueError(f"{examples!r}: not a split of {name} counted in examples")
+    return int(dataset.splits[split])
+
+
+def recipe_value(rec: dict, unit: str, examples: str | None = None) -> float | None:
+    """What a recipe-timing cell reports in `unit` (`UNITS`) from a `recipe_step` record;
+    `examples` ("dataset:split", the catalog's official size) for the per-epoch and
+    per-split units. None where the step was not measured."""
+    if unit not in UNITS:
+        raise ValueError(f"unit {unit!r}; known: {', '.join(UNITS)}")
+    if unit == "GB":
+        mem = rec.get("peak_memory_bytes")
+        return None if mem is None else mem / 2**30
+    rate = rec.get("steps_per_s")
+    if not rate:
+        return None
+    if unit == "s/1k steps":
+        return 1000.0 / rate
+    per_s = rec["batch"] * rate  # examples per second
+    if unit == "img/s":
+        return per_s
+    if examples is None:
+        raise ValueError(f"unit {unit!r} needs `examples` ('dataset:split')")
+    return split_size(examples) / per_s
+
+
 @dataclasses.dataclass
 class Session:
     """One run of the tables at a scale: measures each (function, arguments) once, in its own
@@ -182,6 +267,8 @@ class Session:
     scale: str = "full"
     isolated: bool = True
     cache: dict = dataclasses.field(default_factory=dict)
+    # recipe timing (`recipe_step`): at most this many examples per step (None: the recipe's)
+    max_batch: int | None = None
 
     @property
     def sc(self) -> dict:

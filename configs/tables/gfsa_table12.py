@@ -3,10 +3,10 @@ CaiT-S and Swin-S, with and without GFSA.
 
 Numbers: GFSA (arXiv 2312.04234) Table 12 (App. M.2). A printed "81.1 (↑1.3)" is split into the
 Top-1 Acc and Top-1 gain columns. #Params and FLOPs are computed from the recipes' models; the Top-1
-cells run the recipes (configs/vision/imagenet.py). The 12-layer DeiT-S throughputs name our
-counterpart (`_gfsa_timing.step_counterpart`: one LRA Text training step at 1,024 tokens with
-softmax and with GFSA), which `python -m scripts.speed_tables --tables gfsa` measures and prints
-beside them; a different model, so compare the ratios. `CONFIG` also holds the recipes of Tables 3
+cells run the recipes (configs/vision/imagenet.py). The throughputs are timed on the same recipes
+(`_gfsa_timing`: inference at 256 images per step, synthetic images) by `python -m
+scripts.speed_tables --tables timing_gfsa_vision`, on whatever device it runs on, beside the
+paper's RTX 3090 numbers. `CONFIG` also holds the recipes of Tables 3
 and 15's "DeiT-S + ContraNorm (12L)" / "(24L)" rows (`CONTRANORM`: `model=deit_s,contranorm=1` and
 `model=deit_s24,contranorm=1`), which this table does not have. List the cells:
 
@@ -16,7 +16,7 @@ and 15's "DeiT-S + ContraNorm (12L)" / "(24L)" rows (`CONTRANORM`: `model=deit_s
 from __future__ import annotations
 
 from attnbench.papers.tables import Table, grid
-from configs.tables._gfsa_timing import step_counterpart
+from configs.tables import _gfsa_timing
 
 COLUMNS = ("#Params (M)", "FLOPs (G)", "Throughput (img/s)", "Top-1 Acc", "Top-1 gain (pts)")
 
@@ -117,15 +117,18 @@ def _trained(row: str, column: str) -> bool:
 GAIN_NEEDS = "the difference of two Top-1 runs (derived, not a run of its own)"
 
 
-def throughput_needs(model: str) -> str:
-    return f"GPU timing of the paper's setting (images/s of {model} on an RTX 3090)"
+def _timing(row: str, column: str) -> dict | None:
+    """The throughput cells: inference of the row's recipe (`_gfsa_timing.imagenet`)."""
+    if column.startswith("Throughput"):
+        return _gfsa_timing.imagenet(CONFIG.get(row), "img/s")
+    return None
 
 
 def _needs(row: str, column: str) -> str | None:
     if _computed(row, column) or _trained(row, column):
         return None
     if column.startswith("Throughput"):
-        return throughput_needs(row.split()[0])
+        return None  # timed (`_timing`)
     if column.startswith("Top-1 gain"):
         return GAIN_NEEDS
     raise ValueError(f"gfsa.table12 [{row!r}, {column!r}]: no recipe and no reason")
@@ -151,9 +154,7 @@ def get_table() -> Table:
             exact_args=lambda row, column: (
                 {"config": CONFIG[row]} if _computed(row, column) else {}
             ),
-            **step_counterpart(
-                {"DeiT-S (12L)": "softmax", "DeiT-S + GFSA (12L)": "gfsa"}, "Throughput (img/s)"
-            ),
+            **_gfsa_timing.recipe_timing("timing_gfsa_vision", _timing),
         ),
         higher_is_better={"FLOPs (G)": False, "#Params (M)": False},
         notes=NOTES,

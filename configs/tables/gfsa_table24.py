@@ -3,10 +3,10 @@ for causal language modelling on PTB, WikiText-2 and WikiText-103.
 
 Numbers: GFSA (arXiv 2312.04234) Table 24 (App. R). These are GPU timings of the paper's GPT-2
 fine-tuning (configs/language/gpt2.py, gfsa.table2's runs): not runnable here, they need the paper's
-GPU. The PTB cells name our counterpart (`_gfsa_timing.step_counterpart`: one LRA Text training step
-at 1,024 tokens, the length of GPT-2's blocks, with softmax and with GFSA), which `python -m
-scripts.speed_tables --tables gfsa` measures and prints beside them; a different model, so compare
-the ratios. List the cells:
+GPU (a second per epoch needs the number of 1,024-token GPT-2 blocks of each training split, which
+only the tokenized data give). `python -m scripts.speed_tables --tables gfsa` prints the PTB pair
+beside GFSA's overhead on one LRA Text training step at 1,024 tokens, the length of GPT-2's
+blocks (a different model, so compare the ratios). List the cells:
 
     python -m scripts.reproduce gfsa.table24 --list
 """
@@ -14,7 +14,6 @@ the ratios. List the cells:
 from __future__ import annotations
 
 from attnbench.papers.tables import Table, grid
-from configs.tables._gfsa_timing import step_counterpart
 from configs.tables.gfsa_table2 import NEEDS as TASK_NEEDS  # Table 2's tasks
 
 COLUMNS = ("PTB", "WikiText-2", "WikiText-103", "Avg")
@@ -48,7 +47,6 @@ def get_table() -> Table:
             scale=1.0,
             needs=lambda _, column: NEEDS[column],
             note=lambda row, column: NOTES.get((row, column)),
-            **step_counterpart({"GPT2": "softmax", "GPT2 + GFSA": "gfsa"}, "PTB"),
         ),
         higher_is_better={column: False for column in COLUMNS},
         notes=(

@@ -4,10 +4,10 @@ DeiT-S (12 and 24 layers), CaiT-S and Swin-S, with and without GFSA.
 Numbers: GFSA (arXiv 2312.04234) Table 25 (App. R). The FLOPs cells are computed exactly, as Table
 12's (the authors' counter applied to the models configs/vision/imagenet.py builds:
 attnbench.papers.exact.gfsa_code_gflops); the throughputs and runtimes are GPU timings of the
-paper's setting. The 12-layer DeiT-S runtimes name our counterpart (`step_counterpart`): one
-training step of the LRA Text encoder at 1,024 tokens with softmax and with GFSA, which `python -m
-scripts.speed_tables --tables gfsa` measures and prints beside them (a different model, so compare
-the ratios). List the cells:
+paper's setting, timed on the same recipes (`_gfsa_timing`: 256 images per step on one device,
+synthetic images; seconds per epoch = 1,281,167 training images / images per second) by `python -m
+scripts.speed_tables --tables timing_gfsa_vision`, on whatever device it runs on, beside the
+paper's numbers. List the cells:
 
     python -m scripts.reproduce gfsa.table25 --list
 """
@@ -15,8 +15,7 @@ the ratios). List the cells:
 from __future__ import annotations
 
 from attnbench.papers.tables import Table, grid
-from configs.tables import gfsa_table12
-from configs.tables._gfsa_timing import step_counterpart
+from configs.tables import _gfsa_timing, gfsa_table12
 
 COLUMNS = ("FLOPs (G)", "Throughput (img/s)", "Runtime (s/epoch)")
 METRIC = {
@@ -38,20 +37,14 @@ ROWS = {
 }
 
 
-def runtime_needs(row: str) -> str:
-    """A training time of the paper's ImageNet-1k setting (Tables 25 and 39, Figure 3)."""
-    return (
-        "GPU timing of the paper's setting, which needs the ImageNet-1k training of "
-        f"{row.split()[0]} ({gfsa_table12.CONFIG[row]}) on the authors' RTX 3090s"
-    )
+UNIT = {"Throughput (img/s)": "img/s", "Runtime (s/epoch)": "s/epoch"}
 
 
-def needs(row: str, column: str) -> str | None:
-    if column.startswith("FLOPs"):
-        return None  # computed (EXACT)
-    if column.startswith("Throughput"):
-        return gfsa_table12.throughput_needs(row.split()[0])
-    return runtime_needs(row)
+def _timing(row: str, column: str) -> dict | None:
+    """The throughput and runtime cells: the row's recipe (`_gfsa_timing.imagenet`)."""
+    if column in UNIT:
+        return _gfsa_timing.imagenet(gfsa_table12.CONFIG[row], UNIT[column])
+    return None
 
 
 def _exact(row: str, column: str) -> bool:
@@ -70,14 +63,11 @@ def get_table() -> Table:
             COLUMNS,
             metric=lambda _, column: METRIC[column],
             scale=1.0,
-            needs=needs,
             exact=lambda row, column: gfsa_table12.EXACT[column] if _exact(row, column) else None,
             exact_args=lambda row, column: (
                 {"config": gfsa_table12.CONFIG[row]} if _exact(row, column) else {}
             ),
-            **step_counterpart(
-                {"DeiT-S (12L)": "softmax", "DeiT-S + GFSA (12L)": "gfsa"}, "Runtime (s/epoch)"
-            ),
+            **_gfsa_timing.recipe_timing("timing_gfsa_vision", _timing),
         ),
         higher_is_better={
             "FLOPs (G)": False,

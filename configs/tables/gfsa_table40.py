@@ -9,12 +9,17 @@ cells of the mechanisms we have run in the LRA base recipes (configs/lra/base.py
     python -m scripts.reproduce gfsa.table40 --preset cpu --cells listops
 
 "Efficient Attention + GFSA" is the `gfsa` recipe (the base Transformer with `gfsa_linear`);
-"Transformer + GFSA" is the base Transformer with the quadratic `gfsa` mechanism.
+"Transformer + GFSA" is the base Transformer with the quadratic `gfsa` mechanism. The runtime and
+memory cells time the same recipes at their paper preset and batch on one device (synthetic
+tokens; `_gfsa_timing`), on whatever device it runs on, beside the paper's numbers:
+
+    python -m scripts.speed_tables --tables timing_gfsa_lra
 """
 
 from __future__ import annotations
 
 from attnbench.papers.tables import Table, grid
+from configs.tables import _gfsa_timing
 
 TASKS = {  # column prefix: config file
     "ListOps": "lra/listops.py",
@@ -38,16 +43,7 @@ ROWS = {
 
 MECHANISM_NEEDS: dict[str, str] = {}  # every row's mechanism is registered
 
-COST_NEEDS = {
-    "Runtime (s/1k steps)": (
-        "GPU timing of the paper's setting (App. U gives no model size, batch or GPU; run "
-        "summaries record steps/s, but table metrics are accuracy/loss only)"
-    ),
-    "GPU (GB)": (
-        "GPU memory of the paper's setting (App. U gives no model size, batch or GPU; run "
-        "summaries do not record peak memory)"
-    ),
-}
+UNIT = {"Runtime (s/1k steps)": "s/1k steps", "GPU (GB)": "GB"}
 
 COST_METRIC = {"Runtime (s/1k steps)": "train.seconds_per_1000_steps", "GPU (GB)": "train.peak_gb"}
 
@@ -59,13 +55,15 @@ def _config(row: str, column: str) -> str | None:
 
 
 def _needs(row: str, column: str) -> str | None:
-    quantity = column.split(" ", 1)[1]
-    mechanism = MECHANISM_NEEDS.get(row)
-    if quantity == "Accuracy":
-        return mechanism
-    if mechanism:
-        return f"{COST_NEEDS[quantity].split(' (')[0]}, which needs {mechanism}"
-    return COST_NEEDS[quantity]
+    return MECHANISM_NEEDS.get(row)  # every cost cell is timed (`_timing`)
+
+
+def _timing(row: str, column: str) -> dict | None:
+    """The runtime and memory cells: the row's recipe at its own batch, one training step."""
+    task, quantity = column.split(" ", 1)
+    if quantity not in UNIT or ROWS[row][0] is None or row in MECHANISM_NEEDS:
+        return None
+    return dict(config=f"{TASKS[task]}:{ROWS[row][0]}", unit=UNIT[quantity])
 
 
 def get_table() -> Table:
@@ -87,6 +85,7 @@ def get_table() -> Table:
             ),
             scale=lambda _, column: 100.0 if column.endswith(" Accuracy") else 1.0,
             needs=_needs,
+            **_gfsa_timing.recipe_timing("timing_gfsa_lra", _timing),
         ),
         higher_is_better={column: column.endswith("Accuracy") for column in COLUMNS},
         notes=(
@@ -107,9 +106,11 @@ def get_table() -> Table:
             "the identity; `linear` is Katharopoulos et al.'s elu+1 linear attention. YOSO-E is "
             "`yoso` (the expectation form, O(N^2); hash length tau 11 on ListOps and 10 on "
             "Image, the authors' LRA configs: configs/lra/base.py PER_TASK).",
-            "Runtime and memory: `python -m scripts.speed_tables --tables sliceformer` measures "
-            "training steps/s and peak memory of the LRA Text model for softmax, linformer, gfsa "
-            "and gfsa_linear at 1K-4K tokens: a related quantity, not this table's.",
+            "Runtime and memory: `python -m scripts.speed_tables --tables timing_gfsa_lra` times "
+            "one training step of each row's recipe at its paper preset and batch (synthetic "
+            "tokens at the recipe's length) and reads the compiled step's peak memory (XLA's "
+            "count, in 2^30 bytes; the paper's 'GPU usage' is presumably PyTorch's allocator "
+            "peak), on one device, labelled with it.",
             "Figure 4 plots the ListOps columns (accuracy vs runtime, GPU memory as circle "
             "size); its '11.82x faster' is 635.8 / 53.8 (Transformer + GFSA vs Efficient "
             "Attention + GFSA).",

@@ -53,6 +53,8 @@ Config argument (comma-separated `key=value`):
     model=grf_vit            GRF Tables 1 / 3's ViT-B, GRF-masked (configs/vision/grf_vit.py)
     p_halt=0.5               grf_vit: the walks' halting probability (Table 3's ablation)
     order=4                  attn=gfsa: K instead of the backbone's (GFSA Tables 13 and 14)
+    even=1                   attn=gfsa: GFSA_even, the filter in layers 0, 2, 4, ... only (GFSA
+                             Table 39 / Figure 3; the `gfsa` mechanism's even_layers_only)
     window=14                swin: windows of 14 x 14 patches instead of 7 (SSA Table 2's W14;
                              a scaled preset doubles its own window)
     ssa=S10|S6               swin: SSA in stages 1-3 or in stage 3 (SSA Tables 2 and 9)
@@ -84,11 +86,12 @@ def get_config(arg: str | None = None):
     # every vision recipe but the small-image ViTs of CIFAR / Tiny-ImageNet
     recipes = tuple(r for r in vision_common.RECIPES if r not in ("vit", "sliceformer"))
     # p_halt=: the walks' halting probability of grf_vit (GRF Table 3's ablation: 0.5)
-    # order=: GFSA's K instead of the recipe's (GFSA Tables 13 / 14's sweeps); window=, ssa=,
+    # order=: GFSA's K instead of the recipe's (GFSA Tables 13 / 14's sweeps); even=: GFSA_even
+    # (Table 39); window=, ssa=,
     # sampling=, ft=: SSA's Swin-T (SSA Tables 2 and 9); depth=, contranorm=, cn_*: GFSA
     # Tables 17 / 18 (the ContraNorm setting)
     extra = {"p_halt": 0.0, "order": 0, "window": 0, "ssa": "", "sampling": "local", "ft": 0}
-    extra |= {"depth": 0, "contranorm": 0, "cn_scale": 0.0, "cn_tau": 0.0, "cn_dual": 0}
+    extra |= {"even": 0, "depth": 0, "contranorm": 0, "cn_scale": 0.0, "cn_tau": 0.0, "cn_dual": 0}
     args = vision_common.parse(
         arg,
         "deit_s",
@@ -147,6 +150,10 @@ def get_config(arg: str | None = None):
                 f"order={args.order}: attention {c.attention.name!r} has no K (use attn=gfsa)"
             )
         c.attention.order = args.order
+    if args.even:
+        if c.attention.name != "gfsa":
+            raise config_lib.ConfigError("even=1 is GFSA_even: give attn=gfsa")
+        c.attention.even_layers_only = True  # [gfsa] Table 39's GFSA_even (layers 0, 2, ...)
     return c
 
 

@@ -15,6 +15,11 @@ Tables (each written to `<out>/paper_<name>.{json,md}`, plus a PNG where a pictu
   grf          GRF Figure 3: FLOPs of softmax, linear and GRF-masked linear attention vs the number
                of nodes of a path graph (n = 4 walks, p_halt = 0.5, d = m = 8, 10 seeds), and the
                time of GRF-masked linear attention against the dense sum_k alpha_k W^k mask.
+  timing_gfsa_vision, timing_gfsa_graphs, timing_gfsa_lra
+               every runtime, throughput, inference-time and memory cell of GFSA Tables 12, 25,
+               31, 39 and Figure 3 (DeiT-S, CaiT-S, Swin-S on ImageNet), 26 and 32 (Graphormer),
+               40 (LRA) timed on its own recipe at the recipe's shapes (`timing`); `--max-batch`
+               caps the examples per step on a small machine.
 
 The published numbers are read from the table configs (`configs/tables/`): every speed or memory
 cell names the function in `attnbench.papers.speed` that measures our counterpart of it
@@ -35,11 +40,14 @@ One module per paper (`samsa`, `sliceformer`, `gfsa`, `ssa`, `grf`), each with i
 
 from __future__ import annotations
 
+import functools
+
 from attnbench import io
 from attnbench.bench import attention as bench_attention
 from attnbench.bench import train as bench_train
 from attnbench.papers import speed
-from attnbench.papers.speed_tables import common, gfsa, grf, samsa, sliceformer, ssa
+from attnbench.papers.speed_tables import common, gfsa, grf, samsa, sliceformer, ssa, timing
+from configs.tables import _gfsa_timing
 
 __all__ = [
     "TABLES",
@@ -54,13 +62,15 @@ __all__ = [
     "SLOPE_TARGETS",
 ]
 
-TABLES = ("samsa", "sliceformer", "gfsa", "ssa", "grf")
+TIMING = tuple(_gfsa_timing.GROUPS)  # the timing groups: each paper table's timing cells
+TABLES = ("samsa", "sliceformer", "gfsa", "ssa", "grf", *TIMING)
 TABLE = {  # name -> table(session) -> result
     "samsa": samsa.table,
     "sliceformer": sliceformer.table,
     "gfsa": gfsa.table,
     "ssa": ssa.table,
     "grf": grf.table,
+    **{name: functools.partial(timing.table, group=name) for name in TIMING},
 }
 SOURCES = common.SOURCES
 measured_cells = common.measured_cells
@@ -155,18 +165,22 @@ def summary(out: str) -> list[str]:
     return lines
 
 
-def run(names, *, scale: str, isolated: bool, out: str, command: str) -> None:
+def run(
+    names, *, scale: str, isolated: bool, out: str, command: str, max_batch: int | None = None
+) -> None:
     """Measures the tables `names` at `scale`, writing each (`write_table`) as soon as it is
-    done, then `<out>/targets.md` (`summary`). One `speed.Session`: nothing is measured twice."""
+    done, then `<out>/targets.md` (`summary`). One `speed.Session`: nothing is measured twice.
+    `max_batch`: at most this many examples per step in the timing groups' recipes."""
     import time
 
-    session = speed.Session(scale=scale, isolated=isolated)
+    session = speed.Session(scale=scale, isolated=isolated, max_batch=max_batch)
     for name in names:
         print(f"== {name}", flush=True)
         t0 = time.perf_counter()
         result = TABLE[name](session)
         result.update(
             scale=scale,
+            max_batch=max_batch,
             device=io.device_info(),
             versions=io.versions(),
             git_revision=io.git_revision(),

@@ -200,7 +200,12 @@ def test_table12_flops_and_throughput_are_not_the_speed_tables():
     assert t.cell("Swin-S + GFSA", "Throughput (img/s)").paper == 714.60
     assert t.cell("CaiT-S + GFSA (24L)", "Top-1 Acc").paper == 82.8
     throughput = [c for c in t.cells if c.column.startswith("Throughput")]
-    assert len(throughput) == 8 and all(c.needs.startswith("GPU timing") for c in throughput)
+    assert len(throughput) == 8
+    for c in throughput:  # timed on the row's own recipe (inference), not trained
+        assert not c.runnable and c.needs is None and "timing_gfsa_vision" in c.elsewhere
+        assert c.measure_args == dict(
+            config=gfsa_table12.CONFIG[c.row], mode="inference", unit="img/s", batch=256
+        )
     assert t.higher_is_better["FLOPs (G)"] is False
 
 
@@ -408,14 +413,20 @@ def test_figure1_bars_name_the_runs_of_their_two_cells():
     assert t3.cell("DeiT-S + GFSA (12L)", "Top-1 Acc").runnable
 
 
-def test_figure3_and_table39_run_the_deit_s_top1_cells_only():
+def test_figure3_and_table39_train_the_deit_s_top1_cells_and_time_the_same_recipes():
     f3, t39 = tables.load("gfsa.fig3"), tables.load("gfsa.table39")
+    even = gfsa_table12.CONFIG["DeiT-S + GFSA (12L)"] + ",even=1"
     for t in (f3, t39):
         tables.validate(t)
         runnable = {(c.row, c.column): c.config for c in t.cells if c.runnable}
         assert runnable == {
             ("DeiT-S", "Top-1 Acc"): gfsa_table12.CONFIG["DeiT-S (12L)"],
             ("DeiT-S + GFSA", "Top-1 Acc"): gfsa_table12.CONFIG["DeiT-S + GFSA (12L)"],
+            ("DeiT-S + GFSA_even", "Top-1 Acc"): even,
         }
-        assert "even_layers_only" in t.cell("DeiT-S + GFSA_even", "Top-1 Acc").needs
-        assert t.cell("DeiT-S", "Runtime (s/epoch)").needs.startswith("GPU timing")
+        for row in t.rows:
+            runtime = t.cell(row, "Runtime (s/epoch)")
+            assert runtime.measure_args["config"] == runnable[(row, "Top-1 Acc")]
+            assert runtime.measure_args["examples"] == "imagenet:train" and not runtime.needs
+    config = config_lib.load(even)
+    assert config.attention.name == "gfsa" and config.attention.even_layers_only
