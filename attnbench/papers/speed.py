@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import types
 
 from attnbench import config as config_lib
@@ -207,7 +208,11 @@ def recipe_step(
     ("train" or "inference") step at `batch` examples per step on one device (None: the
     recipe's `batch_size`, or `eval_batch_size` for inference). At `scale="smoke"` the recipe's
     smoke preset at batch 2. `unit` and `examples` say what the cell reports (`recipe_value`):
-    they leave the measurement alone, so the cells of one step share it."""
+    they leave the measurement alone, so the cells of one step share it.
+
+    A step whose compiled memory exceeds the device's (`device_memory_gb`) is not run: the
+    batch is halved until it fits (`batch_asked` keeps the first), so a small machine still
+    times the recipe, at the batch the record names."""
     del unit, examples  # the cell's reading of the record (`recipe_value`)
     sc = SCALES[scale]
     spec = with_args(config, sc["recipe_preset"]) if sc["recipe_preset"] else config
@@ -215,11 +220,30 @@ def recipe_step(
         batch = sc["recipe_batch"]
     elif batch is None:
         batch = recipe_batch(config, mode)
-    rec = bench_train.measure(
-        spec, batch=batch, mode=mode, steps=sc["steps"], warmup=1, max_memory_gb=64.0
-    )
+    asked, limit = batch, device_memory_gb()
+    while True:
+        rec = bench_train.measure(
+            spec, batch=batch, mode=mode, steps=sc["steps"], warmup=1, max_memory_gb=limit
+        )
+        if rec["steps_per_s"] is not None or batch == 1:
+            break
+        batch //= 2
+    rec["batch_asked"] = asked
     rec["dtype"] = str(config_lib.load(spec).model.get("dtype", "float32"))
     return rec
+
+
+def device_memory_gb() -> float:
+    """What one step may take, in GiB: the accelerator's memory where it reports it; on a CPU
+    60% of the machine's RAM (the process, its inputs and the OS need the rest)."""
+    import jax
+
+    device = jax.devices()[0]
+    stats = device.memory_stats() if device.platform != "cpu" else None
+    if stats and stats.get("bytes_limit"):
+        return stats["bytes_limit"] / 2**30
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return 0.6 * ram / 2**30
 
 
 def recipe_batch(config: str, mode: str) -> int:

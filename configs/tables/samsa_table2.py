@@ -19,6 +19,7 @@ for S4 the diagonal S4D layer (the row prints S4's numbers).
 from __future__ import annotations
 
 from attnbench.papers.tables import Table, grid
+from configs.tables import sliceformer_table2
 
 COLUMNS = ("ListOps", "Text", "Retrieval", "Image", "Pathfinder")
 
@@ -82,6 +83,7 @@ SAMSA_COLUMN = {
 }
 
 NOTES = {
+    ("Reformer", "Image"): sliceformer_table2.REFORMER_IMAGE_NOTE,
     ("hard-SAMSA", "ListOps"): "Table 1's hard-128 ListOps is 41.13 (Table 1 vs Table 2)",
     ("hard-SAMSA", "Text"): "Table 1 prints 65.42 for hard-128, -256 and -512; we run k = 128",
     ("hard-SAMSA", "Retrieval"): (

@@ -123,6 +123,14 @@ ROWS = {
 
 FAIL_NOTE = "the paper prints FAIL (training did not converge)"
 
+# Shared with SAMSA Table 2's Reformer / Image cell (the same run).
+REFORMER_IMAGE_NOTE = (
+    "our cpu-preset run stayed at chance (10.00%): our `reformer` masks other buckets within a chunk as the "
+    "Reformer paper does (arXiv 2001.04451 Eq. 3-4), so the CLS token at position 0, which "
+    "sorts first in its bucket, reaches at most chunk_size - 1 keys (2-14 measured) and the "
+    "CLS-pooled classifier sees almost nothing of the image; LRA's own Reformer masks no "
+    "buckets (attention/reformer.py explains and tests it)"
+)
 CELL_NOTES = {
     ("Sinkhorn Trans.", "Avg. Acc"): (
         "printed 51.29, but the mean of the row's five task scores is 51.48 (our arithmetic); "
@@ -132,6 +140,7 @@ CELL_NOTES = {
         "underlined (second best) in the paper although Performer's 65.40 is the second best "
         "(Table 2's own Text column)"
     ),
+    ("Reformer", "Image"): REFORMER_IMAGE_NOTE,
 }
 
 

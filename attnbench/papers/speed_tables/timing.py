@@ -58,6 +58,7 @@ def table(session: speed.Session, group: str) -> dict:
                 config=args["config"],
                 mode=args["mode"],
                 batch=rec.get("batch"),
+                batch_asked=rec.get("batch_asked"),
                 steps_per_s=rec.get("steps_per_s"),
                 peak_memory_bytes=rec.get("peak_memory_bytes"),
                 dtype=rec.get("dtype"),
@@ -107,7 +108,9 @@ def _md(session, group, rows, overheads) -> list[str]:
         "",
         *[f"- `{unit}`: {what}" for unit, (what, _) in speed.UNITS.items()],
         "",
-        "Absolute values depend on the device; the GFSA / vanilla ratios at the end compare.",
+        "Absolute values depend on the device; the GFSA / vanilla ratios at the end compare. "
+        "A step that does not fit the device's memory is timed at half the batch, halved again "
+        "until it fits (`(of N: memory)`); its GB cell is then the memory at that batch.",
     ]
     if capped:
         md += [
@@ -124,10 +127,13 @@ def _md(session, group, rows, overheads) -> list[str]:
         split = f"{r['examples']} ({r['examples_n']:,})" if r["examples"] else ""
         spec = "{:,.0f}" if r["ours"] is not None and r["ours"] >= 100 else "{:.4g}"
         ours = common.fmt(r["ours"], spec, none=f"not measured: {r['skipped']}")
+        batch = r["batch"]
+        if r["batch_asked"] and r["batch_asked"] != batch:
+            batch = f"{batch} (of {r['batch_asked']}: memory)"
         md.append(
             f"| {common.source(r['table'])} | {r['row']} | {r['column']} | "
             f"{common.fmt(r['paper'], '{:g}')} | {ours} | {r['unit']} | {split} | "
-            f"{r['batch']} | {common.fmt(r['steps_per_s'], '{:.3f}')} |"
+            f"{batch} | {common.fmt(r['steps_per_s'], '{:.3f}')} |"
         )
     md += [
         "",

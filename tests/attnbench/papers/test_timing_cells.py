@@ -132,3 +132,23 @@ def test_recipe_step_measures_the_recipe_at_smoke_scale():
     rec = speed.recipe_step("lra/listops.py:model=transformer", "train", scale="smoke")
     assert rec["batch"] == 2 and rec["steps_per_s"] > 0 and rec["peak_memory_bytes"] > 0
     assert rec["dtype"] == "float32" and rec["config"].endswith("preset=smoke")
+
+
+def test_a_step_too_large_for_the_device_is_timed_at_half_the_batch_until_it_fits(monkeypatch):
+    seen = []
+
+    def measure(spec, *, batch, mode, steps, warmup, max_memory_gb):
+        seen.append(batch)
+        assert max_memory_gb == speed.device_memory_gb() > 0
+        fits = batch <= 3
+        return {
+            "batch": batch,
+            "steps_per_s": 2.0 if fits else None,
+            "peak_memory_bytes": batch * 2**30,
+            "skipped": None if fits else f"compiled step needs {batch} GiB",
+        }
+
+    monkeypatch.setattr(speed.bench_train, "measure", measure)
+    rec = speed.recipe_step("lra/listops.py:model=transformer", "train", batch=12)
+    assert seen == [12, 6, 3] and rec["batch"] == 3 and rec["batch_asked"] == 12
+    assert speed.recipe_value(rec, "img/s") == 6.0
