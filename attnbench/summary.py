@@ -155,4 +155,8 @@ def text(s: dict) -> str:
             f"  {tp['steps_per_s']:.2f} steps/s, {tp['examples_per_s']:.1f} examples/s, "
             f"wall {format_time(s['wall_time_s'])}, best step {s['best_step']}"
         )
+    peak = tp.get("peak_device_memory_bytes") or tp.get("peak_host_rss_bytes")
+    if peak:
+        where = "device" if tp.get("peak_device_memory_bytes") else "host RSS"
+        lines.append(f"  peak memory ({where}): {peak / 2**30:.2f} GiB")
     return "\n".join(lines)

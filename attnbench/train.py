@@ -110,6 +110,21 @@ class NonFiniteEvalError(errors.RunFailedError):
 # "failed", `attnbench.papers.runs`); removed when the run finishes.
 FAILED = "failed.json"
 
+def _peak_memory() -> dict:
+    """This process's peak memory: the first local accelerator's peak bytes in use where it
+    reports them (`Device.memory_stats`: GPU, TPU; None on a CPU), and the host's peak resident
+    set. A resumed run's are its last process's."""
+    import resource
+
+    device = jax.local_devices()[0]
+    stats = device.memory_stats() if device.platform != "cpu" else None
+    peak = stats.get("peak_bytes_in_use") if stats else None
+    return {
+        "peak_device_memory_bytes": int(peak) if peak is not None else None,
+        "peak_host_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
+
+
 # The summary's note of a run of config.total_steps=0.
 EVALUATE_ONLY_NOTE = (
     "evaluation only (config.total_steps=0): no training step; the metrics are those of the "
@@ -531,6 +546,7 @@ def _run(config, workdir, task, wall_start, requested_dtype, closing) -> dict:
             "timed_steps": timed_steps,
             "note": "this process's steps, "
             "excluding the first (compile), evaluation and checkpointing",
+            **_peak_memory(),
         },
         wall_time_s=time.perf_counter() - wall_start,
         num_params=num_params,

@@ -78,6 +78,10 @@ def test_smoke_run_writes_config_metrics_and_summary(tmp_path):
     assert summary["device"]["count"] >= 1 and summary["device"]["kind"]
     assert summary["num_params"] > 0 and summary["versions"]["jax"]
     assert summary["throughput"]["steps_per_s"] > 0
+    tp = summary["throughput"]  # peak memory: the device's where it reports it, the host's RSS
+    assert tp["peak_host_rss_bytes"] > 2**20
+    on_cpu = summary["device"]["platform"] == "cpu"
+    assert (tp["peak_device_memory_bytes"] is None) == on_cpu
     assert 0 < summary["reference"]["majority_class_rate"]["test"] < 1
     assert json.loads((tmp_path / "config.json").read_text())["task"] == "lra.listops"
     assert (tmp_path / "learning_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
