@@ -110,6 +110,7 @@ class NonFiniteEvalError(errors.RunFailedError):
 # "failed", `attnbench.papers.runs`); removed when the run finishes.
 FAILED = "failed.json"
 
+
 def _peak_memory() -> dict:
     """This process's peak memory: the first local accelerator's peak bytes in use where it
     reports them (`Device.memory_stats`: GPU, TPU; None on a CPU), and the host's peak resident
