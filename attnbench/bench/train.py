@@ -73,6 +73,9 @@ def _memory(compiled) -> int | None:
     )
 
 
+MAX_TIMED_STEPS = 200  # `measure(min_time_s=...)`: the most steps it times
+
+
 def measure(
     spec: str,
     *,
@@ -82,9 +85,12 @@ def measure(
     warmup: int = 1,
     max_memory_gb: float = 16.0,
     overrides: dict | None = None,
+    min_time_s: float = 0.0,
 ) -> dict:
     """One record: steps/s and memory of config `spec`'s train (or inference) step.
-    `overrides`: `{"attention.keep": 0.25, ...}` set on the loaded config (fields must exist)."""
+    `overrides`: `{"attention.keep": 0.25, ...}` set on the loaded config (fields must exist).
+    `min_time_s`: time more than `steps` steps until they add up to this many seconds (at most
+    `MAX_TIMED_STEPS`), so that a short step's median is not three samples of noise."""
     if mode not in ("train", "inference"):
         raise ValueError(f"mode={mode!r}; known: train, inference")
     config = config_lib.load(spec)
@@ -149,7 +155,7 @@ def measure(
     for _ in range(warmup):
         state = call(state)
     times = []
-    for _ in range(steps):
+    while len(times) < steps or (sum(times) < min_time_s and len(times) < MAX_TIMED_STEPS):
         t = time.perf_counter()
         state = call(state)
         times.append(time.perf_counter() - t)
@@ -158,6 +164,7 @@ def measure(
         step_time_s=med,
         step_time_spread_s=(max(times) - min(times)) / 2,
         steps_per_s=1.0 / med,
+        timed_steps=len(times),
     )
     return rec
 

@@ -85,6 +85,7 @@ SCALES = {
         repeats=3,
         recipe_preset="",  # the recipe as the paper ran it
         recipe_batch=None,  # None: the recipe's own batch (capped by `Session.max_batch`)
+        recipe_min_time_s=3.0,  # short steps: timed until they add up to this (median)
     ),
     "smoke": dict(
         sizes={
@@ -111,6 +112,7 @@ SCALES = {
         repeats=1,
         recipe_preset="preset=smoke",
         recipe_batch=2,
+        recipe_min_time_s=0.0,
     ),
 }
 
@@ -223,7 +225,13 @@ def recipe_step(
     asked, limit = batch, device_memory_gb()
     while True:
         rec = bench_train.measure(
-            spec, batch=batch, mode=mode, steps=sc["steps"], warmup=1, max_memory_gb=limit
+            spec,
+            batch=batch,
+            mode=mode,
+            steps=sc["steps"],
+            warmup=1,
+            max_memory_gb=limit,
+            min_time_s=sc["recipe_min_time_s"],
         )
         if rec["steps_per_s"] is not None or batch == 1:
             break

@@ -125,8 +125,9 @@ FAIL_NOTE = "the paper prints FAIL (training did not converge)"
 
 # Shared with SAMSA Table 2's Reformer / Image cell (the same run).
 REFORMER_IMAGE_NOTE = (
-    "our cpu-preset run stayed at chance (10.00%): our `reformer` masks other buckets within a chunk as the "
-    "Reformer paper does (arXiv 2001.04451 Eq. 3-4), so the CLS token at position 0, which "
+    "our cpu-preset run stayed at chance (10.00%): our `reformer` masks other buckets within "
+    "a chunk as the Reformer paper does (arXiv 2001.04451 Eq. 3-4), so the CLS token at "
+    "position 0, which "
     "sorts first in its bucket, reaches at most chunk_size - 1 keys (2-14 measured) and the "
     "CLS-pooled classifier sees almost nothing of the image; LRA's own Reformer masks no "
     "buckets (attention/reformer.py explains and tests it)"

@@ -61,6 +61,8 @@ def table(session: speed.Session, group: str) -> dict:
                 batch_asked=rec.get("batch_asked"),
                 steps_per_s=rec.get("steps_per_s"),
                 peak_memory_bytes=rec.get("peak_memory_bytes"),
+                timed_steps=rec.get("timed_steps"),
+                step_time_spread_s=rec.get("step_time_spread_s"),
                 dtype=rec.get("dtype"),
                 skipped=rec.get("skipped"),
             )
@@ -103,12 +105,15 @@ def _md(session, group, rows, overheads) -> list[str]:
     md = [
         "Paper: the authors' GPU timings (RTX 3090s, their counts in each table's notes). Ours: "
         "each cell's recipe (its row's, the one its accuracy cell trains) at the recipe's own "
-        "model and input shapes, synthetic inputs, one step timed after compilation and a "
-        "warm-up (median of the scale's steps), on the one device named above. Units:",
+        "model and input shapes, synthetic inputs, the median step after compilation and a "
+        "warm-up (at least the scale's steps, and at full scale as many as add up to 3 s), on "
+        "the one device named above. Units:",
         "",
         *[f"- `{unit}`: {what}" for unit, (what, _) in speed.UNITS.items()],
         "",
-        "Absolute values depend on the device; the GFSA / vanilla ratios at the end compare. "
+        "dtype is the recipe's `model.dtype` (`auto`: bfloat16 on a GPU or TPU, float32 on a "
+        "CPU). Absolute values depend on the device; the GFSA / vanilla ratios at the end "
+        "compare. "
         "A step that does not fit the device's memory is timed at half the batch, halved again "
         "until it fits (`(of N: memory)`); its GB cell is then the memory at that batch.",
     ]
@@ -139,8 +144,9 @@ def _md(session, group, rows, overheads) -> list[str]:
         "",
         "Recipes measured (each once):",
         "",
-        "| config | step | batch | dtype | steps/s | peak memory (GiB) |",
-        "|---|---|---|---|---|---|",
+        "| config | step | batch | dtype | steps/s | timed steps | spread (ms) | "
+        "peak memory (GiB) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     seen = set()
     for r in rows:
@@ -149,9 +155,11 @@ def _md(session, group, rows, overheads) -> list[str]:
             continue
         seen.add(key)
         mem = r["peak_memory_bytes"] and r["peak_memory_bytes"] / 2**30
+        spread = r["step_time_spread_s"] and r["step_time_spread_s"] * 1e3
         md.append(
             f"| `{r['config']}` | {r['mode']} | {r['batch']} | {r['dtype']} | "
-            f"{common.fmt(r['steps_per_s'], '{:.3f}')} | {common.fmt(mem, '{:.2f}')} |"
+            f"{common.fmt(r['steps_per_s'], '{:.3f}')} | {r['timed_steps'] or 'n/a'} | "
+            f"+/-{common.fmt(spread, '{:.1f}')} | {common.fmt(mem, '{:.2f}')} |"
         )
     if overheads:
         md += [

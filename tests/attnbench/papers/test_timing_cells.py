@@ -137,7 +137,7 @@ def test_recipe_step_measures_the_recipe_at_smoke_scale():
 def test_a_step_too_large_for_the_device_is_timed_at_half_the_batch_until_it_fits(monkeypatch):
     seen = []
 
-    def measure(spec, *, batch, mode, steps, warmup, max_memory_gb):
+    def measure(spec, *, batch, mode, steps, warmup, max_memory_gb, min_time_s):
         seen.append(batch)
         assert max_memory_gb == speed.device_memory_gb() > 0
         fits = batch <= 3
